@@ -1,0 +1,124 @@
+"""The interface every probabilistic model of skdpvi implements.
+
+A model knows its parameters and their transforms, its per-example log-likelihood
+and its log-prior; nothing about privacy, optimisation or scikit-learn. The DPVI
+engine works on the *unconstrained* parameter ``theta`` (shape ``(..., n_params)``);
+the model maps it to the constrained space where needed.
+"""
+
+import torch
+
+
+class Model:
+    """Base class of the probabilistic models.
+
+    Subclasses set ``param_names`` and implement :meth:`log_likelihood`,
+    :meth:`log_prior` and, if some parameters are constrained, :meth:`constrain`,
+    :meth:`unconstrain` and :meth:`log_abs_det_jacobian`.
+
+    Data are passed as a tuple of tensors whose first axis indexes examples, e.g.
+    ``(X, y)`` for regression or ``(x,)`` for the exponential-family models.
+    """
+
+    param_names = ()
+
+    @property
+    def n_params(self):
+        """Dimension of the (unconstrained) parameter theta."""
+        return len(self.param_names)
+
+    def init_mean(self):
+        """Public starting point of the variational mean (unconstrained); zeros."""
+        return torch.zeros(self.n_params).numpy()
+
+    def prepare_data(self, *data):
+        """Turn user data into the tensors the likelihood works on (once per fit).
+
+        The regression models append a column of ones for the intercept here, so
+        the hot loop never copies the design matrix.
+        """
+        return data
+
+    def log_likelihood(self, theta, *data):
+        """Per-example log-likelihood of prepared data.
+
+        Parameters
+        ----------
+        theta : torch.Tensor of shape (B or 1, S, n_params)
+            Unconstrained parameter draws; the first axis broadcasts over examples.
+        *data : torch.Tensor
+            Tensors of first dimension B.
+
+        Returns
+        -------
+        torch.Tensor of shape (B, S)
+        """
+        raise NotImplementedError
+
+    def log_prior(self, theta_constrained):
+        """Log prior density in the constrained space, shape ``theta.shape[:-1]``."""
+        raise NotImplementedError
+
+    def constrain(self, theta):
+        """Map unconstrained theta to the model's parameter space (identity here)."""
+        return theta
+
+    def unconstrain(self, theta_constrained):
+        """Inverse of :meth:`constrain`."""
+        return theta_constrained
+
+    def log_abs_det_jacobian(self, theta):
+        """log |det d constrain(theta) / d theta|, shape ``theta.shape[:-1]``."""
+        return torch.zeros(theta.shape[:-1], dtype=theta.dtype, device=theta.device)
+
+    def log_prior_unconstrained(self, theta):
+        """Log density of the prior pushed to the unconstrained space."""
+        return self.log_prior(self.constrain(theta)) + self.log_abs_det_jacobian(theta)
+
+    def grad_log_prior_unconstrained(self, theta):
+        """Gradient of :meth:`log_prior_unconstrained` at each row of theta (S, n).
+
+        Autograd here; the regression models override it with the closed form.
+        """
+        theta = theta.detach().requires_grad_(True)
+        with torch.enable_grad():
+            (grad,) = torch.autograd.grad(self.log_prior_unconstrained(theta).sum(), theta)
+        return grad
+
+    def likelihood_gradients(self, theta, eps, *data):
+        """Monte Carlo averages of per-example log-likelihood gradients.
+
+        With ``theta[s] = mu + scale * eps[s]``, returns
+
+        - ``mean_s grad_theta log p(x_i | theta_s)`` and
+        - ``mean_s grad_theta log p(x_i | theta_s) * eps_s``,
+
+        both of shape (B, n_params): everything the engine needs for the per-example
+        gradients with respect to the variational mean and scale. This generic
+        version uses autograd on a per-example copy of theta; models with a closed
+        form override it (and are tested against this one).
+
+        Parameters
+        ----------
+        theta : torch.Tensor of shape (S, n_params)
+        eps : torch.Tensor of shape (S, n_params)
+        *data : torch.Tensor
+
+        Returns
+        -------
+        grad_mean, grad_eps : torch.Tensor of shape (B, n_params)
+        """
+        batch = data[0].shape[0]
+        theta_b = theta.detach().unsqueeze(0).expand(batch, *theta.shape).clone()
+        theta_b.requires_grad_(True)
+        with torch.enable_grad():
+            ll = self.log_likelihood(theta_b, *data)
+            (grad,) = torch.autograd.grad(ll.sum(), theta_b)
+        n_draws = theta.shape[0]
+        return grad.mean(1), torch.einsum("bsn,sn->bn", grad, eps) / n_draws
+
+
+def softplus_inverse(x):
+    """Inverse of softplus, stable for large and small x (torch or float)."""
+    x = torch.as_tensor(x, dtype=torch.get_default_dtype())
+    return x + torch.log(-torch.expm1(-x))

@@ -1,0 +1,50 @@
+"""Bayesian logistic regression with an isotropic Gaussian prior."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .base import Model
+
+
+class LogisticRegressionModel(Model):
+    """y | x, theta ~ Bernoulli(sigmoid(x . w + b)), theta = (w, b) ~ N(0, s^2 I).
+
+    Parameters
+    ----------
+    n_features : int
+    prior_scale : float, default=1.0
+        Prior standard deviation s of every coefficient and the intercept.
+    fit_intercept : bool, default=True
+    """
+
+    def __init__(self, n_features, prior_scale=1.0, fit_intercept=True):
+        self.n_features = n_features
+        self.prior_scale = float(prior_scale)
+        self.fit_intercept = fit_intercept
+        names = [f"coef[{j}]" for j in range(n_features)]
+        self.param_names = tuple(names + (["intercept"] if fit_intercept else []))
+
+    def prepare_data(self, X, y):
+        if self.fit_intercept:
+            X = torch.cat([X, torch.ones_like(X[:, :1])], 1)
+        return X, y
+
+    def log_likelihood(self, theta, X, y):
+        z = torch.einsum("bp,bsp->bs", X, theta.expand(X.shape[0], *theta.shape[1:]))
+        return -F.softplus(-(2 * y[:, None] - 1) * z)
+
+    def log_prior(self, theta):
+        s = self.prior_scale
+        n = theta.shape[-1]
+        return -0.5 * (theta**2).sum(-1) / s**2 - n * (math.log(s) + 0.5 * math.log(2 * math.pi))
+
+    def grad_log_prior_unconstrained(self, theta):
+        return -theta / self.prior_scale**2
+
+    def likelihood_gradients(self, theta, eps, X, y):
+        # d/dtheta_s log p(y_i | x_i, theta_s) = (y_i - sigmoid(x_i . theta_s)) x_i
+        r = y[:, None] - torch.sigmoid(X @ theta.T)  # (B, S)
+        n_draws = theta.shape[0]
+        return r.mean(1, keepdim=True) * X, (r @ eps) / n_draws * X
