@@ -13,3 +13,13 @@ Data flow, read top-down:
 """
 
 __version__ = "0.1.0"
+
+from .linear_model import DPBayesianLinearRegression, DPBayesianLogisticRegression
+from .posterior import NoiseAwarePosterior
+
+__all__ = [
+    "DPBayesianLinearRegression",
+    "DPBayesianLogisticRegression",
+    "NoiseAwarePosterior",
+    "__version__",
+]

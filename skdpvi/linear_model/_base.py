@@ -1,0 +1,246 @@
+"""Shared machinery of the two estimators: validation, privacy, DPVI, post-processing."""
+
+import math
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..accounting import _check_budget, noise_multiplier
+from ..dpvi import run_dpvi
+from ..noise_aware import INFERENCE_METHODS, sample_phi_star
+from ..posterior import NoiseAwarePosterior
+
+# Preconditioner of the scale coordinates, in units of sigma * C: at lambda_c =
+# sqrt(d/2) the scale parameters (curvature ~2 in rho) then relax in about
+# 0.1 * T steps whatever the budget, and their stationary wander stays ~0.05 in rho.
+_SCALE_PRECONDITIONING = 5.0
+
+
+def _privacy_mechanism(est):
+    """(noise multiplier, sampling rate, steps, delta) of a fitted or unfitted estimator."""
+    if hasattr(est, "noise_multiplier_"):
+        return est.noise_multiplier_, est.sampling_rate, est.n_iter_, est.delta_
+    sigma, _ = noise_multiplier(est.epsilon, est.delta, est.sampling_rate, est.max_iter)
+    return sigma, est.sampling_rate, est.max_iter, est.delta
+
+
+class _BaseDPBayesianRegression(BaseEstimator):
+    """Base class; subclasses define the model, the targets and the predictions."""
+
+    def __init__(
+        self,
+        *,
+        epsilon=1.0,
+        delta=1e-5,
+        max_iter=10_000,
+        sampling_rate=0.1,
+        clip_norm="auto",
+        learning_rate="auto",
+        learning_rate_scale="auto",
+        scale_preconditioning="auto",
+        n_mc_samples=10,
+        burn_in=0.2,
+        inference="emcee",
+        n_posterior_samples=1000,
+        fit_intercept=True,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.max_iter = max_iter
+        self.sampling_rate = sampling_rate
+        self.clip_norm = clip_norm
+        self.learning_rate = learning_rate
+        self.learning_rate_scale = learning_rate_scale
+        self.scale_preconditioning = scale_preconditioning
+        self.n_mc_samples = n_mc_samples
+        self.burn_in = burn_in
+        self.inference = inference
+        self.n_posterior_samples = n_posterior_samples
+        self.fit_intercept = fit_intercept
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+
+    def _check_params(self, n_samples):
+        _check_budget(epsilon=self.epsilon, delta=self.delta, sampling_rate=self.sampling_rate)
+        if not _is_int(self.max_iter) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}.")
+        if self.sampling_rate * n_samples < 1:
+            raise ValueError(
+                f"sampling_rate={self.sampling_rate!r} with {n_samples} samples gives an "
+                f"expected batch of {self.sampling_rate * n_samples:.2g} < 1 example; "
+                "increase sampling_rate or use more data."
+            )
+        burn_in = self._resolve_burn_in()
+        if self.max_iter - burn_in < 2:
+            raise ValueError(
+                f"burn_in={self.burn_in!r} leaves {self.max_iter - burn_in} of "
+                f"max_iter={self.max_iter} steps for post-processing; at least 2 are needed "
+                "(burn_in must be smaller than max_iter)."
+            )
+        if not (self.clip_norm == "auto" or (_is_real(self.clip_norm) and self.clip_norm > 0
+                                             and math.isfinite(self.clip_norm))):
+            raise ValueError(f"clip_norm must be 'auto' or a number > 0, got {self.clip_norm!r}.")
+        for name in ("learning_rate", "learning_rate_scale", "scale_preconditioning"):
+            value = getattr(self, name)
+            if not (value == "auto" or (_is_real(value) and value > 0 and math.isfinite(value))):
+                raise ValueError(f"{name} must be 'auto' or a number > 0, got {value!r}.")
+        if not _is_int(self.n_mc_samples) or self.n_mc_samples < 1:
+            raise ValueError(f"n_mc_samples must be an integer >= 1, got {self.n_mc_samples!r}.")
+        if self.inference not in INFERENCE_METHODS:
+            raise ValueError(
+                f"inference must be one of {INFERENCE_METHODS}, got inference={self.inference!r}."
+            )
+        if not _is_int(self.n_posterior_samples) or self.n_posterior_samples < 1:
+            raise ValueError(
+                "n_posterior_samples must be an integer >= 1, got "
+                f"{self.n_posterior_samples!r}."
+            )
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be a bool, got {self.fit_intercept!r}.")
+        return burn_in
+
+    def _resolve_burn_in(self):
+        b = self.burn_in
+        if _is_real(b) and not _is_int(b) and 0 <= b < 1:
+            return int(b * self.max_iter)
+        if _is_int(b) and 0 <= b:
+            if b >= self.max_iter:
+                raise ValueError(
+                    f"burn_in={b} must be smaller than max_iter={self.max_iter}."
+                )
+            return int(b)
+        raise ValueError(
+            "burn_in must be a fraction in [0, 1) or a number of steps in [0, max_iter), "
+            f"got burn_in={b!r}."
+        )
+
+    def _validate_fit_data(self, X, y):
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=self._y_numeric)
+        if X.shape[0] < 2:
+            raise ValueError(
+                f"Found n_samples={X.shape[0]}: one sample cannot be fitted; "
+                "at least 2 are needed."
+            )
+        return X, y
+
+    # --------------------------------------------------------------------- fitting
+
+    def _fit(self, X, y_model):
+        """Run the private mechanism and the noise-aware post-processing."""
+        n_samples = X.shape[0]
+        burn_in = self._check_params(n_samples)
+        rng = check_random_state(self.random_state)
+        engine_seed, post_seed, self._draw_seed = rng.randint(0, 2**31 - 1, size=3)
+
+        model = self._make_model(X.shape[1])
+        sigma, eps_achieved = noise_multiplier(
+            self.epsilon, self.delta, self.sampling_rate, int(self.max_iter)
+        )
+        clip = self._default_clip_norm(model) if self.clip_norm == "auto" else float(self.clip_norm)
+        beta = (_SCALE_PRECONDITIONING * sigma * clip if self.scale_preconditioning == "auto"
+                else float(self.scale_preconditioning))
+        result = run_dpvi(
+            model,
+            (X, y_model),
+            noise_multiplier=sigma,
+            clip_norm=clip,
+            sampling_rate=self.sampling_rate,
+            n_steps=int(self.max_iter),
+            burn_in=burn_in,
+            learning_rate=None if self.learning_rate == "auto" else self.learning_rate,
+            learning_rate_scale=(None if self.learning_rate_scale == "auto"
+                                 else self.learning_rate_scale),
+            n_mc_samples=int(self.n_mc_samples),
+            preconditioner=beta,
+            random_state=int(engine_seed),
+            device=self.device,
+            verbose=self.verbose,
+        )
+        phi_star, diagnostics = sample_phi_star(
+            result, self.inference, int(self.n_posterior_samples), random_state=int(post_seed)
+        )
+        self.posterior_ = NoiseAwarePosterior(phi_star, model, self.inference)
+        self.dpvi_result_ = result
+        self.inference_diagnostics_ = diagnostics
+        self.noise_multiplier_ = sigma
+        self.epsilon_ = eps_achieved
+        self.delta_ = float(self.delta)
+        self.clip_norm_ = clip
+        self.n_iter_ = int(self.max_iter)
+        self.burn_in_ = burn_in
+        self.param_names_ = np.array(model.param_names, dtype=object)
+        self._theta_draws = self.posterior_.sample(
+            int(self.n_posterior_samples), random_state=int(self._draw_seed)
+        )
+        theta_mean = self._theta_draws.mean(0)
+        n_features = X.shape[1]
+        self.coef_ = theta_mean[:n_features]
+        self.intercept_ = float(theta_mean[n_features]) if self.fit_intercept else 0.0
+        return theta_mean
+
+    # ------------------------------------------------------------------- posterior
+
+    def sample_posterior(self, n_samples=1000, *, random_state=None, unconstrained=False):
+        """Draw model parameters from the noise-aware posterior.
+
+        Parameters
+        ----------
+        n_samples : int, default=1000
+        random_state : int, RandomState instance or None, default=None
+        unconstrained : bool, default=False
+            Return draws in the unconstrained space of the variational
+            approximation (e.g. softplus-inverse of the noise variance).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_params)
+            Columns follow ``param_names_``: coefficients, then the intercept
+            (if fitted), then (linear model) the noise variance.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import make_classification
+        >>> from skdpvi import DPBayesianLogisticRegression
+        >>> X, y = make_classification(n_samples=500, n_features=3, n_informative=2,
+        ...                            n_redundant=0, random_state=0)
+        >>> clf = DPBayesianLogisticRegression(epsilon=3.0, max_iter=500,
+        ...                                    inference="exact", random_state=0).fit(X, y)
+        >>> clf.sample_posterior(100, random_state=0).shape
+        (100, 4)
+        """
+        check_is_fitted(self)
+        seed = _to_seed(random_state)
+        return self.posterior_.sample(n_samples, random_state=seed, unconstrained=unconstrained)
+
+    def _check_X(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = False
+        return tags
+
+
+def _to_seed(random_state):
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
+        return random_state
+    return check_random_state(random_state).randint(0, 2**31 - 1)
+
+
+def _is_int(x):
+    return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_real(x):
+    return isinstance(x, (numbers.Real, np.floating)) and not isinstance(x, (bool, np.bool_))
