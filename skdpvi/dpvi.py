@@ -166,6 +166,81 @@ def _regulariser_gradient(model, theta, eps, rho, n_examples):
     return torch.cat([g_mu, g_rho]) / n_examples
 
 
+def poisson_subsample(n_examples, sampling_rate, generator, device="cpu"):
+    """Indices of a Poisson subsample: each example independently with the given rate.
+
+    The batch size is Binomial(n_examples, sampling_rate) and may be zero, as the
+    privacy accounting of Poisson-subsampled DP-SGD requires.
+    """
+    keep = torch.rand(n_examples, generator=generator, device=device) < sampling_rate
+    return torch.nonzero(keep).squeeze(1)
+
+
+def per_example_gradients(model, phi, eps, batch, n_examples):
+    """Gradients of the per-example negative ELBO with respect to phi = (mu, rho).
+
+    The loss of example i is the negative of the paper's A56/A57 (with the
+    log-Jacobian in log form)::
+
+        l_i = -mean_s log p(x_i | theta_s) + (1/N) mean_s [log q(theta_s) - log p~(theta_s)]
+
+    with theta_s = mu + softplus(rho) * eps_s shared by the batch.
+
+    Parameters
+    ----------
+    model : Model
+    phi : torch.Tensor of shape (2 n,), float64
+    eps : torch.Tensor of shape (S, n), float64
+    batch : tuple of prepared data tensors (first axis B)
+    n_examples : int
+        N, the size of the data set.
+
+    Returns
+    -------
+    torch.Tensor of shape (B, 2 n)
+    """
+    n = model.n_params
+    real = batch[0].dtype
+    mu, rho = phi[:n], phi[n:]
+    theta = (mu + F.softplus(rho) * eps).to(real)
+    eps_r, rho_r = eps.to(real), rho.to(real)
+    grad_mean, grad_eps = model.likelihood_gradients(theta, eps_r, *batch)
+    reg = _regulariser_gradient(model, theta, eps_r, rho_r, n_examples)
+    dscale = torch.sigmoid(rho_r)
+    return torch.cat([-grad_mean, -grad_eps * dscale], 1) + reg
+
+
+def privatize(per_example, clip_norm, noise_std, preconditioner, generator):
+    """Clip, sum, add Gaussian noise and undo the preconditioning (paper A59).
+
+    Parameters
+    ----------
+    per_example : torch.Tensor of shape (B, d)
+        Preconditioned per-example gradients beta * grad.
+    clip_norm : float
+        Every row is scaled to norm at most ``clip_norm``.
+    noise_std : float
+        sigma * C, the standard deviation of the noise added to the sum.
+    preconditioner : torch.Tensor of shape (d,), float64
+    generator : torch.Generator
+
+    Returns
+    -------
+    g_tilde : torch.Tensor of shape (d,), float64
+        (sum of clipped rows + noise) / beta: the released noisy gradient.
+    norms : torch.Tensor of shape (B,)
+        Norms of the rows before clipping (private: for tests and diagnostics).
+    """
+    norms = torch.linalg.vector_norm(per_example, dim=1)
+    factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
+    clipped_sum = (factors @ per_example).to(torch.float64)
+    noise = torch.randn(
+        preconditioner.shape[0], generator=generator, dtype=torch.float64,
+        device=preconditioner.device,
+    )
+    return (clipped_sum + noise_std * noise) / preconditioner, norms
+
+
 def run_dpvi(
     model,
     data,
@@ -288,31 +363,14 @@ def run_dpvi(
     for t in steps:
         if record_trace:
             trace_phi[t] = phi.cpu()
-        mu, rho = phi[:n], phi[n:]
         eps = torch.randn((n_mc_samples, n), generator=gen, dtype=torch.float64, device=device)
-        scale = F.softplus(rho)
-        theta = (mu + scale * eps).to(real)
-
-        # Poisson subsampling: each example independently with probability kappa.
-        index = torch.nonzero(
-            torch.rand(n_examples, generator=gen, device=device) < sampling_rate
-        ).squeeze(1)
+        index = poisson_subsample(n_examples, sampling_rate, gen, device)
         batch = tuple(a.index_select(0, index) for a in tensors)
-
-        grad_mean, grad_eps = model.likelihood_gradients(theta, eps.to(real), *batch)
-        reg = _regulariser_gradient(model, theta, eps.to(real), rho.to(real), n_examples)
-        dscale = torch.sigmoid(rho).to(real)
-        per_example = torch.cat([-grad_mean, -grad_eps * dscale], 1) + reg
-        per_example = per_example * beta_r
-        norms = torch.linalg.vector_norm(per_example, dim=1)
-        factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
-        clipped_sum = (factors @ per_example).to(torch.float64)
+        per_example = per_example_gradients(model, phi, eps, batch, n_examples) * beta_r
+        g_tilde, norms = privatize(per_example, clip_norm, noise_std, beta_t, gen)
         if return_diagnostics:
             n_clipped += (norms > clip_norm).sum()
             n_seen += per_example.shape[0]
-
-        noise = torch.randn(d, generator=gen, dtype=torch.float64, device=device)
-        g_tilde = (clipped_sum + noise_std * noise) / beta_t
 
         if t >= burn_in:
             if shift is None:

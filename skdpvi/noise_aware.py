@@ -131,19 +131,28 @@ class GradientModel:
     def dim(self):
         return len(self.tau)
 
+    def _columns(self, like):
+        """Per-coordinate constants shaped to broadcast against ``like`` (cached)."""
+        key = np.ndim(like)
+        cache = self.__dict__.setdefault("_column_cache", {})
+        if key not in cache:
+            s = self.stats
+            cache[key] = tuple(
+                _per_coord(np.asarray(z, float), like)
+                for z in (self.tau**2, s.sum_g, s.sum_x, s.sum_gg, s.sum_gx, s.sum_xx,
+                          self.prior_m_mean, np.full(self.dim, 1.0 / self.prior_m_sd**2),
+                          self.prior_v_mean, self.prior_v_sd)
+            )
+        return cache[key]
+
     def _conditional(self, v):
         """Precision P, P * mean of m | v, and the m-free part K, broadcasting v."""
-        s = self.stats
         c = self.kappa * _softplus(v)
-        t2, n_sg, n_sx, n_gg, n_gx, n_xx, m0, w0 = (
-            _per_coord(z, v)
-            for z in (self.tau**2, s.sum_g, s.sum_x, s.sum_gg, s.sum_gx, s.sum_xx,
-                      self.prior_m_mean, np.full(self.dim, 1.0 / self.prior_m_sd**2))
-        )
+        t2, n_sg, n_sx, n_gg, n_gx, n_xx, m0, w0 = self._columns(v)[:8]
         # Likelihood: sum_t (g - c x + c m)^2 / tau^2 expanded with the sums.
         resid_sq = n_gg - 2 * c * n_gx + c**2 * n_xx  # sum (g - c x)^2
         lin = n_sg - c * n_sx  # sum (g - c x)
-        prec = s.count * c**2 / t2 + w0
+        prec = self.stats.count * c**2 / t2 + w0
         b = w0 * m0 - c * lin / t2
         k = resid_sq / t2 + w0 * m0**2
         return prec, b, k, t2
@@ -162,7 +171,7 @@ class GradientModel:
         return -0.5 * (s.count * (_LOG_2PI + np.log(t2)) + q / t2)
 
     def log_prior_v(self, v):
-        mean, sd = _per_coord(self.prior_v_mean, v), _per_coord(self.prior_v_sd, v)
+        mean, sd = self._columns(v)[8:]
         return -0.5 * ((v - mean) / sd) ** 2 - np.log(sd) - 0.5 * _LOG_2PI
 
     def log_prior_m(self, m):
@@ -210,8 +219,8 @@ def _grid_posterior(gm, n_grid=2001):
     return grid, logp
 
 
-def _sample_exact(gm, n_samples, rng):
-    grid, logp = _grid_posterior(gm)
+def _sample_exact(gm, n_samples, rng, n_grid=2001):
+    grid, logp = _grid_posterior(gm, n_grid)
     dens = np.exp(logp)
     cdf = np.concatenate(
         [np.zeros((gm.dim, 1)), np.cumsum(0.5 * (dens[:, 1:] + dens[:, :-1]) * np.diff(grid), 1)],
@@ -306,8 +315,11 @@ def _sample_emcee(gm, n_samples, rng, n_walkers=32, min_ess=1000, max_steps=20_0
     start = rng.standard_normal((n_walkers, gm.dim))
     seed_state = np.random.RandomState(rng.integers(2**31 - 1)).get_state()
     state = emcee.State(start, random_state=seed_state)
-    burn = 200
-    steps = max(burn + 4 * int(np.ceil(min_ess * 30 / n_walkers)) // 4, 600)
+    # Walkers start from the prior of v, which the posterior overlaps: a short
+    # burn-in suffices; the run is then extended until every coordinate has
+    # min_ess effective draws (autocorrelation times are ~20 steps here).
+    burn = 100
+    steps = min(burn + int(np.ceil(min_ess * 25 / n_walkers)), max_steps)
     sampler.run_mcmc(state, steps, skip_initial_state_check=True)
     while True:
         chain = sampler.get_chain(discard=burn)
@@ -374,7 +386,7 @@ def _sample_laplace(gm, n_samples, rng):
 
 
 def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
-                    subsampling_variance=None, hessian_prior_scale=1.0):
+                    subsampling_variance=None, hessian_prior_scale=1.0, backend_options=None):
     """Draw phi* from the noise-aware posterior of a DPVI run.
 
     Parameters
@@ -388,6 +400,10 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
         Known diagonal subsampling-noise variance of g_tilde (default 0).
     hessian_prior_scale : float, default=1.0
         Multiplies the prior standard deviation of v (the curvature).
+    backend_options : dict, optional
+        Extra arguments of the backend; for "emcee": ``n_walkers`` (32),
+        ``min_ess`` (1000, the effective draws wanted per coordinate) and
+        ``max_steps`` (20,000); for "exact": ``n_grid`` (2001).
 
     Returns
     -------
@@ -427,5 +443,5 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
         subsampling_variance, hessian_prior_scale,
     )
     sampler = {"exact": _sample_exact, "emcee": _sample_emcee, "laplace": _sample_laplace}[method]
-    m, diagnostics = sampler(gm, n_samples, rng)
+    m, diagnostics = sampler(gm, n_samples, rng, **(backend_options or {}))
     return result.stats.shift + m, diagnostics

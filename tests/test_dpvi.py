@@ -1,0 +1,149 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from skdpvi.dpvi import (
+    TraceStatistics,
+    per_example_gradients,
+    poisson_subsample,
+    privatize,
+    run_dpvi,
+)
+from skdpvi.models import LinearRegressionModel, LogisticRegressionModel, Model
+
+
+class GaussianMeanModel(Model):
+    """y ~ N(theta, 1), theta ~ N(0, 10^2): the gradient in mu is linear."""
+
+    param_names = ("mean",)
+
+    def log_likelihood(self, theta, y):
+        return -0.5 * (y[:, None] - theta[..., 0]) ** 2 - 0.5 * math.log(2 * math.pi)
+
+    def log_prior(self, theta):
+        return -0.5 * (theta[..., 0] / 10) ** 2
+
+
+def _full_loss(model, phi, eps, x, y, n_examples):
+    """The per-example negative ELBO of one example, written out directly."""
+    n = model.n_params
+    mu, rho = phi[:n], phi[n:]
+    scale = torch.nn.functional.softplus(rho)
+    theta = mu + scale * eps
+    ll = model.log_likelihood(theta[None], x[None], y[None])[0]
+    log_q = torch.distributions.Normal(mu, scale).log_prob(theta).sum(-1)
+    log_p = model.log_prior_unconstrained(theta)
+    return -ll.mean() + (log_q - log_p).mean() / n_examples
+
+
+@pytest.mark.parametrize("model", [LogisticRegressionModel(3), LinearRegressionModel(3)],
+                         ids=["logistic", "linear"])
+def test_per_example_gradients_equal_autograd_on_the_full_loss(model):
+    torch.manual_seed(1)
+    x = torch.randn(6, 3, dtype=torch.float64)
+    y = (torch.randint(0, 2, (6,)) if isinstance(model, LogisticRegressionModel)
+         else torch.randn(6)).double()
+    data = model.prepare_data(x, y)
+    phi = torch.randn(2 * model.n_params, dtype=torch.float64) * 0.3
+    phi[model.n_params:] -= 2
+    eps = torch.randn(10, model.n_params, dtype=torch.float64)
+    fast = per_example_gradients(model, phi, eps, data, n_examples=50)
+    for i in range(6):
+        p = phi.clone().requires_grad_(True)
+        (slow,) = torch.autograd.grad(_full_loss(model, p, eps, data[0][i], data[1][i], 50), p)
+        torch.testing.assert_close(fast[i], slow, rtol=1e-6, atol=1e-8)
+
+
+def test_clipped_rows_have_norm_at_most_c_and_small_rows_pass_unchanged():
+    gen = torch.Generator().manual_seed(0)
+    rows = torch.randn(200, 7) * torch.logspace(-2, 2, 200)[:, None]
+    beta = torch.ones(7, dtype=torch.float64)
+    g_tilde, norms = privatize(rows, clip_norm=1.5, noise_std=0.0, preconditioner=beta,
+                               generator=gen)
+    factors = torch.clamp(1.5 / norms, max=1.0)
+    clipped = rows * factors[:, None]
+    assert torch.all(torch.linalg.vector_norm(clipped, dim=1) <= 1.5 + 1e-5)
+    small = norms < 1.5
+    torch.testing.assert_close(clipped[small], rows[small])
+    torch.testing.assert_close(g_tilde, clipped.sum(0).double(), rtol=1e-5, atol=1e-5)
+    # the sum of B clipped rows can never exceed B * C
+    assert torch.linalg.vector_norm(g_tilde) <= 200 * 1.5
+
+
+def test_noise_standard_deviation_is_sigma_c_over_beta():
+    gen = torch.Generator().manual_seed(0)
+    beta = torch.tensor([1.0, 1.0, 50.0], dtype=torch.float64)
+    draws = torch.stack([
+        privatize(torch.zeros(0, 3), 2.0, noise_std=3.0 * 2.0, preconditioner=beta,
+                  generator=gen)[0]
+        for _ in range(20_000)
+    ])
+    expected = 6.0 / beta
+    np.testing.assert_allclose(draws.std(0).numpy(), expected.numpy(), rtol=0.03)
+    np.testing.assert_allclose(draws.mean(0).numpy(), 0.0, atol=4 * 6.0 / np.sqrt(20_000))
+    # Gaussian: KS test of the standardised first coordinate
+    assert stats.kstest(draws[:, 0].numpy() / 6.0, "norm").pvalue > 1e-3
+
+
+def test_batch_sizes_follow_binomial():
+    gen = torch.Generator().manual_seed(0)
+    n, q = 60, 0.05  # P(empty batch) = 0.95^60 = 4.6 %
+    sizes = np.array([len(poisson_subsample(n, q, gen)) for _ in range(5000)])
+    assert sizes.mean() == pytest.approx(n * q, rel=0.03)
+    assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.1)
+    assert (sizes == 0).any()  # empty batches happen and are allowed
+    counts = np.bincount(sizes, minlength=20)[:20]
+    expected = stats.binom.pmf(np.arange(20), n, q) * len(sizes)
+    keep = expected > 5
+    chi2 = ((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+    # indices are distinct examples (sampling without replacement)
+    idx = poisson_subsample(n, 0.5, gen)
+    assert len(torch.unique(idx)) == len(idx)
+
+
+def test_engine_handles_empty_batches_and_is_reproducible():
+    rng = np.random.default_rng(0)
+    y = rng.normal(0.5, 1.0, 20)
+    kwargs = dict(noise_multiplier=1.0, clip_norm=5.0, sampling_rate=0.02, n_steps=300,
+                  burn_in=100, learning_rate=1e-3, random_state=3, return_diagnostics=True)
+    a = run_dpvi(GaussianMeanModel(), (y,), **kwargs)
+    b = run_dpvi(GaussianMeanModel(), (y,), **kwargs)
+    np.testing.assert_array_equal(a.phi, b.phi)
+    np.testing.assert_array_equal(a.stats.sum_gx, b.stats.sum_gx)
+    assert a.diagnostics["mean_batch_size"] == pytest.approx(0.4, abs=0.15)
+    c = run_dpvi(GaussianMeanModel(), (y,), **{**kwargs, "random_state": 4})
+    assert not np.array_equal(a.phi, c.phi)
+
+
+def test_running_statistics_equal_statistics_of_the_recorded_trace():
+    rng = np.random.default_rng(0)
+    y = rng.normal(0.5, 1.0, 200)
+    res = run_dpvi(GaussianMeanModel(), (y,), noise_multiplier=2.0, clip_norm=5.0,
+                   sampling_rate=0.1, n_steps=500, burn_in=100, learning_rate=1e-3,
+                   random_state=0, record_trace=True)
+    ref = TraceStatistics.from_trace(res.trace_phi, res.trace_grad, 100)
+    for name in ("sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx"):
+        np.testing.assert_allclose(getattr(res.stats, name), getattr(ref, name),
+                                   rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(res.trace_phi[-1], res.phi)
+
+
+def test_stationary_variance_matches_the_linear_gaussian_formula():
+    """paper-spec 5.5: Var = (lambda sigma C)^2 / (1 - (1 - lambda kappa a)^2)."""
+    rng = np.random.default_rng(0)
+    n_examples, kappa, clip, sigma = 1000, 0.1, 10.0, 20.0
+    y = rng.normal(0.5, 1.0, n_examples)
+    a = n_examples + 1 / 100  # curvature of the negative ELBO in mu
+    lam = 0.05 / (kappa * a)
+    res = run_dpvi(GaussianMeanModel(), (y,), noise_multiplier=sigma, clip_norm=clip,
+                   sampling_rate=kappa, n_steps=10_000, burn_in=500, learning_rate=lam,
+                   init_mean=[y.mean()], init_scale=0.03, random_state=0, record_trace=True)
+    mu = res.trace_phi[500:, 0]
+    expected = (lam * sigma * clip) ** 2 / (1 - (1 - lam * kappa * a) ** 2)
+    assert mu.var() == pytest.approx(expected, rel=0.2)
+    # and the trace is centred on the optimum (the posterior mean of mu)
+    assert mu.mean() == pytest.approx(y.sum() / a, abs=4 * np.sqrt(expected / 250))
