@@ -312,7 +312,7 @@ def run_dpvi(
     device = torch.device(device)
     real = torch.float32
     tensors = model.prepare_data(
-        *(torch.as_tensor(np.asarray(a), dtype=real, device=device) for a in data)
+        *(torch.tensor(np.asarray(a), dtype=real, device=device) for a in data)
     )
     n_examples = tensors[0].shape[0]
     n = model.n_params

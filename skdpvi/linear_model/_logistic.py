@@ -150,10 +150,12 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         """
         X, y = self._validate_fit_data(X, y)
         check_classification_targets(y)
-        if type_of_target(y) != "binary":
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        if y_type != "binary":
             raise ValueError(
-                f"DPBayesianLogisticRegression supports binary targets only; got a "
-                f"{type_of_target(y)} target with {len(np.unique(y))} classes."
+                "Only binary classification is supported. The type of the target is "
+                f"{y_type} ({len(np.unique(y))} classes); DPBayesianLogisticRegression "
+                "needs a binary target."
             )
         self.classes_, y01 = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -242,7 +244,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         >>> set(clf.predict(X)) <= set(clf.classes_)
         True
         """
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(int)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,0 +1,230 @@
+import io
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression
+
+FAST = dict(max_iter=150, n_posterior_samples=50, inference="exact", sampling_rate=0.5,
+            epsilon=5.0, random_state=0)
+
+
+@parametrize_with_checks([DPBayesianLinearRegression(**FAST),
+                          DPBayesianLogisticRegression(**FAST)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def clf_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X @ [1.5, -1.0, 0.5] + rng.logistic(size=600) > 0).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def reg_data():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(600, 3))
+    y = X @ [0.4, -0.3, 0.2] + 0.1 + rng.normal(0, 0.15, 600)
+    return X, y
+
+
+QUICK = dict(max_iter=300, n_posterior_samples=200, inference="exact", epsilon=2.0)
+
+
+def test_fitted_attributes(clf_data, reg_data):
+    clf = DPBayesianLogisticRegression(**QUICK, random_state=0).fit(*clf_data)
+    assert clf.coef_.shape == (3,) and isinstance(clf.intercept_, float)
+    assert 1.99 <= clf.epsilon_ <= 2.0 and clf.delta_ == 1e-5
+    assert clf.noise_multiplier_ > 0 and clf.n_iter_ == 300 and clf.burn_in_ == 60
+    assert list(clf.param_names_) == ["coef[0]", "coef[1]", "coef[2]", "intercept"]
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
+    assert np.sign(clf.coef_[0]) == 1 and np.sign(clf.coef_[1]) == -1
+    reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(*reg_data)
+    assert list(reg.param_names_)[-2:] == ["intercept", "noise_variance"]
+    assert reg.sample_posterior(7).shape == (7, 5)
+    assert np.all(reg.sample_posterior(100)[:, -1] > 0)
+    assert reg.sample_posterior(5, unconstrained=True).shape == (5, 5)
+    assert reg.noise_variance_ > 0
+
+
+def test_predictions(clf_data, reg_data):
+    X, y = clf_data
+    clf = DPBayesianLogisticRegression(**QUICK, random_state=0).fit(X, np.where(y, "yes", "no"))
+    proba = clf.predict_proba(X)
+    assert proba.shape == (600, 2)
+    np.testing.assert_allclose(proba.sum(1), 1)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), proba, rtol=1e-10)
+    assert set(clf.predict(X)) <= {"yes", "no"}
+    np.testing.assert_array_equal(clf.predict(X) == "yes", clf.decision_function(X) > 0)
+    assert clf.score(X, np.where(y, "yes", "no")) > 0.7
+
+    X, y = reg_data
+    reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(X, y)
+    mean, std = reg.predict(X, return_std=True)
+    np.testing.assert_array_equal(mean, reg.predict(X))
+    assert np.all(std > 0)
+    draws = reg.sample_y(X[:5], n_samples=4000, random_state=0)
+    assert draws.shape == (5, 4000)
+    np.testing.assert_allclose(draws.mean(1), mean[:5], atol=4 * std.max() / np.sqrt(4000) + 0.01)
+    np.testing.assert_allclose(draws.std(1), std[:5], rtol=0.1)
+    assert reg.sample_y(X[:2]).shape == (2, 1)
+
+
+def test_random_state_reproducibility(clf_data):
+    a = DPBayesianLogisticRegression(**QUICK, random_state=5).fit(*clf_data)
+    b = DPBayesianLogisticRegression(**QUICK, random_state=5).fit(*clf_data)
+    c = DPBayesianLogisticRegression(**QUICK, random_state=6).fit(*clf_data)
+    np.testing.assert_array_equal(a.predict_proba(clf_data[0]), b.predict_proba(clf_data[0]))
+    np.testing.assert_array_equal(a.sample_posterior(10, random_state=0),
+                                  b.sample_posterior(10, random_state=0))
+    assert not np.array_equal(a.coef_, c.coef_)
+
+
+def test_clone_pipeline_cross_validation(clf_data):
+    est = DPBayesianLogisticRegression(**QUICK, random_state=0)
+    cloned = clone(est)
+    assert cloned.get_params() == est.get_params()
+    pipe = make_pipeline(StandardScaler(), est)
+    scores = cross_val_score(pipe, *clf_data, cv=3)
+    assert scores.shape == (3,) and np.all(scores > 0.6)
+
+
+def test_grid_search_serial_and_parallel_agree(reg_data):
+    grid = {"epsilon": [1.0, 3.0], "clip_norm": [5.0, 20.0]}
+    est = DPBayesianLinearRegression(**{**QUICK, "max_iter": 200}, random_state=0)
+    serial = GridSearchCV(est, grid, cv=2, n_jobs=1).fit(*reg_data)
+    parallel = GridSearchCV(est, grid, cv=2, n_jobs=2).fit(*reg_data)
+    # equal up to float32 reduction order (workers run torch with fewer threads)
+    np.testing.assert_allclose(serial.cv_results_["mean_test_score"],
+                               parallel.cv_results_["mean_test_score"], rtol=1e-5)
+    assert serial.best_params_ == parallel.best_params_
+
+
+def test_pickle_round_trip(reg_data):
+    reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(*reg_data)
+    restored = pickle.loads(pickle.dumps(reg))
+    np.testing.assert_array_equal(restored.predict(reg_data[0]), reg.predict(reg_data[0]))
+    np.testing.assert_array_equal(restored.sample_posterior(5, random_state=1),
+                                  reg.sample_posterior(5, random_state=1))
+
+
+def test_no_training_data_in_the_fitted_model(clf_data, reg_data):
+    """Neither raw rows nor unnoised statistics may end up in the fitted object."""
+    X, y = reg_data
+    reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(X, y)
+    blob = pickle.dumps(reg)
+    for value in list(X[:50].ravel()) + list(y[:50]):
+        assert np.float64(value).tobytes() not in blob
+        assert np.float32(value).tobytes() not in blob
+    for stat in (X.mean(0), X.std(0), [y.mean(), y.std()]):
+        for value in stat:
+            assert np.float64(value).tobytes() not in blob
+    assert reg.dpvi_result_.diagnostics == {}  # no clipped fraction or batch sizes
+    assert not any(isinstance(v, np.ndarray) and v.shape[:1] == (len(X),)
+                   for v in vars(reg).values())
+
+
+@pytest.mark.parametrize("Est", [DPBayesianLinearRegression, DPBayesianLogisticRegression])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(epsilon=0), "epsilon"),
+        (dict(epsilon=-1.0), "epsilon"),
+        (dict(delta=0.0), "delta"),
+        (dict(delta=1.0), "delta"),
+        (dict(sampling_rate=0.0), "sampling_rate"),
+        (dict(sampling_rate=1.2), "sampling_rate"),
+        (dict(sampling_rate=0.001), "expected batch"),
+        (dict(burn_in=300), "burn_in"),
+        (dict(burn_in=1.5), "burn_in"),
+        (dict(clip_norm=0.0), "clip_norm"),
+        (dict(clip_norm=-2.0), "clip_norm"),
+        (dict(inference="nuts"), "inference"),
+        (dict(max_iter=0), "max_iter"),
+        (dict(n_mc_samples=0), "n_mc_samples"),
+        (dict(learning_rate=-1.0), "learning_rate"),
+    ],
+)
+def test_bad_parameters_name_the_problem(Est, params, match, reg_data):
+    X, y = reg_data
+    y = (y > 0).astype(int) if Est is DPBayesianLogisticRegression else y
+    with pytest.raises(ValueError, match=match):
+        Est(**{**QUICK, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [DPBayesianLinearRegression, DPBayesianLogisticRegression])
+def test_bad_data_is_rejected(Est, reg_data):
+    X, y = reg_data
+    y = (y > 0).astype(int) if Est is DPBayesianLogisticRegression else y
+    est = Est(**QUICK)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(bad, y)
+    bad[3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        est.fit(bad, y)
+    y_bad = y.astype(float).copy()
+    y_bad[0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(X, y_bad)
+    with pytest.raises(ValueError, match="0 sample"):
+        est.fit(X[:0], y[:0])
+    with pytest.raises(ValueError, match="one sample|n_samples=1"):
+        est.fit(X[:1], y[:1])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        est.fit(X, y[:-1])
+    with pytest.raises(ValueError, match="could not convert|dtype"):
+        est.fit(np.array([["a", "b", "c"]] * len(y), dtype=object), y)
+    fitted = Est(**QUICK, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(X[:, :2])
+
+
+def test_classifier_rejects_non_binary_targets(clf_data):
+    X, y = clf_data
+    est = DPBayesianLogisticRegression(**QUICK)
+    with pytest.raises(ValueError, match="binary"):
+        est.fit(X, np.arange(len(y)) % 3)
+    with pytest.raises(ValueError, match="Unknown label type|continuous"):
+        est.fit(X, np.linspace(0, 1, len(y)))
+    with pytest.raises(ValueError, match="class"):
+        est.fit(X, np.ones(len(y)))
+
+
+def test_sample_weight_is_not_accepted(clf_data):
+    with pytest.raises(TypeError):
+        DPBayesianLogisticRegression(**QUICK).fit(*clf_data, sample_weight=np.ones(600))
+
+
+def test_verbose_shows_progress_and_silent_by_default(clf_data, capsys):
+    DPBayesianLogisticRegression(**QUICK, random_state=0).fit(*clf_data)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    DPBayesianLogisticRegression(**QUICK, random_state=0, verbose=1).fit(*clf_data)
+    assert "DP-SGD" in capsys.readouterr().err
+
+
+def test_feature_names_are_recorded(clf_data):
+    pd = pytest.importorskip("pandas")
+    X, y = clf_data
+    frame = pd.DataFrame(X, columns=["age", "hours", "gain"])
+    clf = DPBayesianLogisticRegression(**QUICK, random_state=0).fit(frame, y)
+    np.testing.assert_array_equal(clf.feature_names_in_, ["age", "hours", "gain"])
+
+
+@pytest.mark.parametrize("inference", ["emcee", "laplace", "last_iterate"])
+def test_every_inference_backend_fits(inference, reg_data):
+    reg = DPBayesianLinearRegression(**{**QUICK, "inference": inference}, random_state=0)
+    reg.fit(*reg_data)
+    assert reg.posterior_.method == inference
+    assert np.all(np.isfinite(reg.predict(reg_data[0])))
