@@ -170,13 +170,27 @@ def poisson_subsample(n_examples, sampling_rate, generator, device="cpu"):
     """Indices of a Poisson subsample: each example independently with the given rate.
 
     The batch size is Binomial(n_examples, sampling_rate) and may be zero, as the
-    privacy accounting of Poisson-subsampled DP-SGD requires.
+    privacy accounting of Poisson-subsampled DP-SGD requires. The indices are
+    generated as the successes of a Bernoulli(rate) sequence, whose gaps are
+    i.i.d. Geometric(rate): about rate * n draws instead of n.
     """
-    keep = torch.rand(n_examples, generator=generator, device=device) < sampling_rate
-    return torch.nonzero(keep).squeeze(1)
+    if sampling_rate >= 1:
+        return torch.arange(n_examples, device=device)
+    expected = n_examples * sampling_rate
+    chunk = int(expected + 6 * math.sqrt(expected) + 16)
+    pieces, last = [], -1
+    while True:
+        gaps = torch.empty(chunk, dtype=torch.float64, device=device)
+        gaps.geometric_(sampling_rate, generator=generator)
+        positions = last + torch.cumsum(gaps, 0).to(torch.int64)
+        if positions[-1] >= n_examples:
+            pieces.append(positions[positions < n_examples])
+            return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
+        pieces.append(positions)
+        last = int(positions[-1])
 
 
-def per_example_gradients(model, phi, eps, batch, n_examples):
+def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=None):
     """Gradients of the per-example negative ELBO with respect to phi = (mu, rho).
 
     The loss of example i is the negative of the paper's A56/A57 (with the
@@ -194,10 +208,14 @@ def per_example_gradients(model, phi, eps, batch, n_examples):
     batch : tuple of prepared data tensors (first axis B)
     n_examples : int
         N, the size of the data set.
+    preconditioner : torch.Tensor of shape (2 n,), optional
+        beta; when given, the gradients come out multiplied by it (fused, cheaper
+        than a separate pass over the batch).
 
     Returns
     -------
-    torch.Tensor of shape (B, 2 n)
+    grad_mu, grad_rho : torch.Tensor of shape (B, n)
+        The two halves of the (preconditioned) per-example gradient.
     """
     n = model.n_params
     real = batch[0].dtype
@@ -206,23 +224,32 @@ def per_example_gradients(model, phi, eps, batch, n_examples):
     eps_r, rho_r = eps.to(real), rho.to(real)
     grad_mean, grad_eps = model.likelihood_gradients(theta, eps_r, *batch)
     reg = _regulariser_gradient(model, theta, eps_r, rho_r, n_examples)
+    beta = torch.ones(2 * n, dtype=real, device=reg.device) if preconditioner is None \
+        else preconditioner.to(real)
+    beta_mu, beta_rho = beta[:n], beta[n:]
     dscale = torch.sigmoid(rho_r)
-    return torch.cat([-grad_mean, -grad_eps * dscale], 1) + reg
+    grad_mu = torch.addcmul(reg[:n] * beta_mu, grad_mean, -beta_mu)
+    grad_rho = torch.addcmul(reg[n:] * beta_rho, grad_eps, -dscale * beta_rho)
+    return grad_mu, grad_rho
 
 
-def privatize(per_example, clip_norm, noise_std, preconditioner, generator):
+def privatize(per_example, clip_norm, noise_std, preconditioner, generator=None, noise=None):
     """Clip, sum, add Gaussian noise and undo the preconditioning (paper A59).
 
     Parameters
     ----------
-    per_example : torch.Tensor of shape (B, d)
-        Preconditioned per-example gradients beta * grad.
+    per_example : torch.Tensor of shape (B, d), or a tuple of such blocks
+        Preconditioned per-example gradients beta * grad; blocks (e.g. the mu and
+        rho halves) are treated as one row of their concatenation.
     clip_norm : float
         Every row is scaled to norm at most ``clip_norm``.
     noise_std : float
         sigma * C, the standard deviation of the noise added to the sum.
     preconditioner : torch.Tensor of shape (d,), float64
-    generator : torch.Generator
+    generator : torch.Generator, optional
+        Draws the standard normal noise when ``noise`` is not given.
+    noise : torch.Tensor of shape (d,), float64, optional
+        Pre-drawn standard normal noise (the engine draws it in blocks).
 
     Returns
     -------
@@ -231,13 +258,17 @@ def privatize(per_example, clip_norm, noise_std, preconditioner, generator):
     norms : torch.Tensor of shape (B,)
         Norms of the rows before clipping (private: for tests and diagnostics).
     """
-    norms = torch.linalg.vector_norm(per_example, dim=1)
-    factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
-    clipped_sum = (factors @ per_example).to(torch.float64)
-    noise = torch.randn(
-        preconditioner.shape[0], generator=generator, dtype=torch.float64,
-        device=preconditioner.device,
+    blocks = per_example if isinstance(per_example, tuple) else (per_example,)
+    norms = torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(blk, dim=1) for blk in blocks], 1), dim=1
     )
+    factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
+    clipped_sum = torch.cat([factors @ blk for blk in blocks]).to(torch.float64)
+    if noise is None:
+        noise = torch.randn(
+            preconditioner.shape[0], generator=generator, dtype=torch.float64,
+            device=preconditioner.device,
+        )
     return (clipped_sum + noise_std * noise) / preconditioner, norms
 
 
@@ -346,51 +377,75 @@ def run_dpvi(
     gen = torch.Generator(device=device)
     gen.manual_seed(int(random_state))
 
-    stats = {k: torch.zeros(d, dtype=torch.float64, device=device)
-             for k in ("sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx")}
+    # Released pairs are buffered in blocks and reduced to the running sums once
+    # per block: two copies per step instead of a dozen small tensor operations.
+    block = min(n_steps, 512)
+    buf_phi = torch.empty((block, d), dtype=torch.float64, device=device)
+    buf_grad = torch.empty((block, d), dtype=torch.float64, device=device)
+    sums = torch.zeros((5, d), dtype=torch.float64, device=device)
     shift = None
-    trace_phi = torch.empty((n_steps + 1, d), dtype=torch.float64) if record_trace else None
-    trace_grad = torch.empty((n_steps, d), dtype=torch.float64) if record_trace else None
+    trace_phi = np.empty((n_steps + 1, d)) if record_trace else None
+    trace_grad = np.empty((n_steps, d)) if record_trace else None
     n_clipped = torch.zeros((), dtype=torch.float64, device=device)
     n_seen = 0
 
-    steps = range(n_steps)
+    def flush(start, stop):
+        """Fold the buffered steps start..stop-1 into the statistics."""
+        nonlocal shift
+        rows = slice(0, stop - start)
+        if record_trace:
+            trace_phi[start:stop] = buf_phi[rows].cpu().numpy()
+            trace_grad[start:stop] = buf_grad[rows].cpu().numpy()
+        first = max(start, burn_in)
+        if first >= stop:
+            return
+        if shift is None:
+            shift = buf_phi[first - start].clone()
+        x = buf_phi[first - start: stop - start] - shift
+        g = buf_grad[first - start: stop - start]
+        sums.add_(torch.stack([x.sum(0), (x * x).sum(0), g.sum(0), (g * g).sum(0),
+                               (g * x).sum(0)]))
+
+    progress = None
     if verbose:
         from tqdm.auto import tqdm
 
-        steps = tqdm(steps, desc="DP-SGD", unit="step", mininterval=0.5)
+        progress = tqdm(total=n_steps, desc="DP-SGD", unit="step", mininterval=0.5)
 
-    for t in steps:
-        if record_trace:
-            trace_phi[t] = phi.cpu()
-        eps = torch.randn((n_mc_samples, n), generator=gen, dtype=torch.float64, device=device)
-        index = poisson_subsample(n_examples, sampling_rate, gen, device)
-        batch = tuple(a.index_select(0, index) for a in tensors)
-        per_example = per_example_gradients(model, phi, eps, batch, n_examples) * beta_r
-        g_tilde, norms = privatize(per_example, clip_norm, noise_std, beta_t, gen)
-        if return_diagnostics:
-            n_clipped += (norms > clip_norm).sum()
-            n_seen += per_example.shape[0]
-
-        if t >= burn_in:
-            if shift is None:
-                shift = phi.clone()
-            x = phi - shift
-            stats["sum_x"] += x
-            stats["sum_xx"] += x * x
-            stats["sum_g"] += g_tilde
-            stats["sum_gg"] += g_tilde * g_tilde
-            stats["sum_gx"] += g_tilde * x
-        if record_trace:
-            trace_grad[t] = g_tilde.cpu()
-        phi = phi - lr_t * g_tilde
+    for start in range(0, n_steps, block):
+        stop = min(start + block, n_steps)
+        # Random numbers for the block, in a fixed order: MC draws, then DP noise;
+        # the batches are drawn step by step in between.
+        eps_block = torch.randn((stop - start, n_mc_samples, n), generator=gen,
+                                dtype=torch.float64, device=device)
+        noise_block = torch.randn((stop - start, d), generator=gen, dtype=torch.float64,
+                                  device=device)
+        for j in range(stop - start):
+            buf_phi[j] = phi
+            index = poisson_subsample(n_examples, sampling_rate, gen, device)
+            batch = tuple(a.index_select(0, index) for a in tensors)
+            per_example = per_example_gradients(model, phi, eps_block[j], batch, n_examples,
+                                                beta_r)
+            g_tilde, norms = privatize(per_example, clip_norm, noise_std, beta_t,
+                                       noise=noise_block[j])
+            if return_diagnostics:
+                n_clipped += (norms > clip_norm).sum()
+                n_seen += norms.shape[0]
+            buf_grad[j] = g_tilde
+            phi = phi - lr_t * g_tilde
+        flush(start, stop)
+        if progress is not None:
+            progress.update(stop - start)
+    if progress is not None:
+        progress.close()
 
     if record_trace:
-        trace_phi[n_steps] = phi.cpu()
+        trace_phi[n_steps] = phi.cpu().numpy()
+    sums = sums.cpu().numpy()
     trace_stats = TraceStatistics(
         count=n_steps - burn_in,
         shift=shift.cpu().numpy(),
-        **{k: v.cpu().numpy() for k, v in stats.items()},
+        sum_x=sums[0], sum_xx=sums[1], sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4],
     )
     diagnostics = {}
     if return_diagnostics:
@@ -406,7 +461,7 @@ def run_dpvi(
         learning_rate=lr,
         n_steps=int(n_steps),
         burn_in=int(burn_in),
-        trace_phi=None if trace_phi is None else trace_phi.numpy(),
-        trace_grad=None if trace_grad is None else trace_grad.numpy(),
+        trace_phi=trace_phi,
+        trace_grad=trace_grad,
         diagnostics=diagnostics,
     )

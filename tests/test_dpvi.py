@@ -50,11 +50,14 @@ def test_per_example_gradients_equal_autograd_on_the_full_loss(model):
     phi = torch.randn(2 * model.n_params, dtype=torch.float64) * 0.3
     phi[model.n_params:] -= 2
     eps = torch.randn(10, model.n_params, dtype=torch.float64)
-    fast = per_example_gradients(model, phi, eps, data, n_examples=50)
+    fast = torch.cat(per_example_gradients(model, phi, eps, data, n_examples=50), 1)
     for i in range(6):
         p = phi.clone().requires_grad_(True)
         (slow,) = torch.autograd.grad(_full_loss(model, p, eps, data[0][i], data[1][i], 50), p)
         torch.testing.assert_close(fast[i], slow, rtol=1e-6, atol=1e-8)
+    beta = torch.linspace(1, 3, 2 * model.n_params, dtype=torch.float64)
+    scaled = torch.cat(per_example_gradients(model, phi, eps, data, 50, beta), 1)
+    torch.testing.assert_close(scaled, fast * beta)
 
 
 def test_clipped_rows_have_norm_at_most_c_and_small_rows_pass_unchanged():

@@ -93,6 +93,6 @@ class LinearRegressionModel(Model):
         n_draws = theta.shape[0]
         grad_mean = torch.cat([r_w.mean(1, keepdim=True) * X, r_u.mean(1, keepdim=True)], 1)
         grad_eps = torch.cat(
-            [(r_w @ eps[:, : self.n_weights]) / n_draws * X, (r_u @ eps[:, -1:]) / n_draws], 1
+            [(r_w @ (eps[:, : self.n_weights] / n_draws)) * X, r_u @ (eps[:, -1:] / n_draws)], 1
         )
         return grad_mean, grad_eps

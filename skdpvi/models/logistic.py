@@ -47,4 +47,4 @@ class LogisticRegressionModel(Model):
         # d/dtheta_s log p(y_i | x_i, theta_s) = (y_i - sigmoid(x_i . theta_s)) x_i
         r = y[:, None] - torch.sigmoid(X @ theta.T)  # (B, S)
         n_draws = theta.shape[0]
-        return r.mean(1, keepdim=True) * X, (r @ eps) / n_draws * X
+        return r.mean(1, keepdim=True) * X, (r @ (eps / n_draws)) * X
