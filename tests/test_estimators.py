@@ -122,9 +122,16 @@ def test_no_training_data_in_the_fitted_model(clf_data, reg_data):
     X, y = reg_data
     reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(X, y)
     blob = pickle.dumps(reg)
+    # 8-byte signatures: a float64 value, or two neighbouring float32 values as a
+    # stored float32 copy (the engine's working precision) would hold them. A lone
+    # float32 (4 bytes) would match high words of unrelated float64s by chance.
     for value in list(X[:50].ravel()) + list(y[:50]):
         assert np.float64(value).tobytes() not in blob
-        assert np.float32(value).tobytes() not in blob
+    for row in X[:50]:
+        assert row[:2].astype(np.float32).tobytes() not in blob
+        assert row[1:3].astype(np.float32).tobytes() not in blob
+    for i in range(49):
+        assert y[i:i + 2].astype(np.float32).tobytes() not in blob
     for stat in (X.mean(0), X.std(0), [y.mean(), y.std()]):
         for value in stat:
             assert np.float64(value).tobytes() not in blob
