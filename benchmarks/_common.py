@@ -1,0 +1,93 @@
+"""Shared machinery of the reproduction benchmarks.
+
+One simulation = draw theta from the prior, simulate a data set, run DP-SGD once, and
+post-process that single run with every backend, so the backends are compared on the
+very same privatised traces. Simulations run in parallel with joblib and are seeded
+from one master seed (identical results whatever n_jobs is).
+"""
+
+import json
+import math
+import os
+import platform
+import time
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from skdpvi.accounting import noise_multiplier
+from skdpvi.dpvi import run_dpvi
+from skdpvi.metrics import tarp_coverage
+from skdpvi.noise_aware import sample_phi_star
+from skdpvi.posterior import NoiseAwarePosterior
+
+METHODS = ("emcee", "exact", "laplace", "last_iterate")
+RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
+
+
+def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, sampling_rate=0.1,
+                     delta=1e-5, burn_in=0.2, preconditioner=None, seed=0, n_draws=1000,
+                     methods=METHODS):
+    """Run DP-SGD once; return {method: NoiseAwarePosterior} and the run's diagnostics."""
+    n = len(data[0])
+    sigma, eps = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
+    beta = 3 * math.sqrt(n) if preconditioner is None else preconditioner
+    res = run_dpvi(model, data, noise_multiplier=sigma, clip_norm=clip_norm,
+                   sampling_rate=sampling_rate, n_steps=n_steps,
+                   burn_in=int(burn_in * n_steps), preconditioner=beta, random_state=seed,
+                   return_diagnostics=True)
+    posteriors = {}
+    for k, method in enumerate(methods):
+        phi, _ = sample_phi_star(res, method, n_draws, random_state=seed + k)
+        posteriors[method] = NoiseAwarePosterior(phi, model, method)
+    return posteriors, res.diagnostics
+
+
+def run_study(one_simulation, n_simulations, seed, n_jobs=2, verbose=True):
+    """Run ``one_simulation(seed_k)`` for K independent seeds in parallel."""
+    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n_simulations)]
+    start = time.perf_counter()
+    out = Parallel(n_jobs=n_jobs, verbose=5 if verbose else 0)(
+        delayed(one_simulation)(s) for s in seeds
+    )
+    return out, time.perf_counter() - start
+
+
+def tarp_table(samples, theta_true, prior_sampler, n_bootstrap=200, seed=0):
+    """TARP RMSE (and bootstrap-over-simulations sd) per method and reference scheme."""
+    rows = {}
+    for method, draws in samples.items():
+        row = {}
+        for scheme in ("posterior", "prior"):
+            res = tarp_coverage(draws, theta_true, references=scheme,
+                                prior_sampler=prior_sampler, n_bootstrap=n_bootstrap,
+                                random_state=seed)
+            row[scheme] = {"rmse": float(res.rmse), "se": float(res.rmse_se),
+                           "coverage": res.coverage.tolist(),
+                           "credibility": res.credibility.tolist()}
+        rows[method] = row
+    return rows
+
+
+def machine():
+    import torch
+
+    return {"machine": platform.machine(), "processor": platform.processor(),
+            "cpus": os.cpu_count(), "torch": torch.__version__,
+            "python": platform.python_version()}
+
+
+def save(name, payload):
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    path = os.path.join(RESULTS_DIR, name + ".json")
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1)
+    return path
+
+
+def print_tarp(rows, label):
+    print(f"\n{label}: TARP coverage RMSE (+- bootstrap sd over simulations)")
+    print(f"{'method':<14}{'ref=posterior':>20}{'ref=prior':>20}")
+    for method, row in rows.items():
+        cells = [f"{row[s]['rmse']:.3f} +- {row[s]['se']:.3f}" for s in ("posterior", "prior")]
+        print(f"{method:<14}{cells[0]:>20}{cells[1]:>20}")

@@ -1,0 +1,79 @@
+"""Paper Table 1: TARP coverage RMSE for the three exponential-family models.
+
+M1 Gamma-Exponential, M2 Beta-Bernoulli, M3 Dirichlet-Categorical with this package's
+priors (Gamma(2, 2), Beta(2, 2), Dirichlet(2, 2, 2); the paper does not give its own),
+N = 5000, epsilon = 0.1, delta = 1e-5, kappa = 0.1, T = 10,000, C = 2 (the authors').
+TARP in the unconstrained space, two reference schemes, bootstrap error bars.
+
+Run: python benchmarks/table1_expfam.py --quick      (K=25, T=2000)
+     python benchmarks/table1_expfam.py --n-sim 500  (paper scale)
+"""
+
+import argparse
+
+import numpy as np
+import torch
+
+from _common import fit_all_backends, machine, print_tarp, run_study, save, tarp_table
+from skdpvi.datasets import (
+    make_beta_bernoulli,
+    make_dirichlet_categorical,
+    make_gamma_exponential,
+)
+from skdpvi.models import BetaBernoulliModel, DirichletCategoricalModel, GammaExponentialModel
+
+MODELS = {
+    "gamma_exponential": (GammaExponentialModel(), make_gamma_exponential),
+    "beta_bernoulli": (BetaBernoulliModel(), make_beta_bernoulli),
+    "dirichlet_categorical": (DirichletCategoricalModel(), make_dirichlet_categorical),
+}
+
+
+def one(seed, name, epsilon, n_steps):
+    torch.set_num_threads(1)
+    model, simulate = MODELS[name]
+    x, theta = simulate(5000, random_state=seed)
+    posts, diag = fit_all_backends(model, (np.asarray(x, float),), epsilon=epsilon,
+                                   clip_norm=2.0, n_steps=n_steps, seed=seed % (2**31 - 16))
+    theta_u = posts["exact"].to_unconstrained(np.atleast_1d(theta))
+    draws = {m: p.sample(1000, random_state=seed % 1000, unconstrained=True)
+             for m, p in posts.items()}
+    return draws, np.atleast_1d(theta_u), diag["clipped_fraction"]
+
+
+def prior_sampler_for(name):
+    model, simulate = MODELS[name]
+
+    def sampler(n, rng):
+        thetas = [np.atleast_1d(simulate(1, random_state=rng)[1]) for _ in range(n)]
+        return model.unconstrain(torch.tensor(np.array(thetas))).numpy().reshape(n, -1)
+
+    return sampler
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--n-sim", type=int, default=100)
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--epsilon", type=float, default=0.1)
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--n-jobs", type=int, default=2)
+    args = parser.parse_args()
+    if args.quick:
+        args.n_sim, args.steps = 25, 2000
+    payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps, "cells": {}}
+    for name in args.models:
+        out, seconds = run_study(lambda s: one(s, name, args.epsilon, args.steps), args.n_sim,
+                                 seed=hash(name) % 10_000, n_jobs=args.n_jobs)
+        samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
+        theta = np.stack([o[1] for o in out])
+        rows = tarp_table(samples, theta, prior_sampler_for(name))
+        print_tarp(rows, f"{name}, epsilon={args.epsilon} ({args.n_sim} simulations, "
+                         f"{seconds:.0f} s)")
+        payload["cells"][name] = {"rows": rows, "seconds": seconds}
+        save("table1_expfam" + ("_quick" if args.quick else ""), payload)
+
+
+if __name__ == "__main__":
+    main()
