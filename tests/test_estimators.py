@@ -107,6 +107,17 @@ def test_grid_search_serial_and_parallel_agree(reg_data):
     np.testing.assert_allclose(serial.cv_results_["mean_test_score"],
                                parallel.cv_results_["mean_test_score"], rtol=1e-5)
     assert serial.best_params_ == parallel.best_params_
+    # the whole search is accounted: 4 candidates x 2 folds + the refit
+    from skdpvi.accounting import compose_epsilon, noise_multiplier, total_privacy_spent
+
+    eps_total, delta_total = total_privacy_spent(serial)
+    best = serial.best_estimator_
+    assert delta_total == pytest.approx(9e-5)
+    assert eps_total > 2 * best.epsilon_
+    fits = [(noise_multiplier(p["epsilon"], 1e-5, 0.1, 200)[0], 0.1, 200)
+            for p in serial.cv_results_["params"]]
+    assert eps_total == pytest.approx(
+        compose_epsilon(fits * 2 + [(best.noise_multiplier_, 0.1, 200)], 9e-5), rel=1e-6)
 
 
 def test_pickle_round_trip(reg_data):
@@ -235,3 +246,20 @@ def test_every_inference_backend_fits(inference, reg_data):
     reg.fit(*reg_data)
     assert reg.posterior_.method == inference
     assert np.all(np.isfinite(reg.predict(reg_data[0])))
+
+
+def test_tarp_study_with_the_real_estimator():
+    from skdpvi.datasets import make_nig_linear_regression
+    from skdpvi.metrics import run_tarp_study
+
+    def simulator(rng):
+        X, y, theta = make_nig_linear_regression(400, n_features=2, random_state=rng)
+        return theta, X, y
+
+    est = DPBayesianLinearRegression(epsilon=3.0, max_iter=300, inference="exact",
+                                     n_posterior_samples=200)
+    result = run_tarp_study(est, simulator, n_simulations=22, n_draws=200,
+                            unconstrained=True, random_state=0, n_jobs=1)
+    assert result.samples.shape == (22, 200, 4)
+    assert np.all(result.epsilons <= 3.0)
+    assert 0 <= result.rmse < 0.5

@@ -68,7 +68,7 @@ class Model:
         return theta_constrained
 
     def log_abs_det_jacobian(self, theta):
-        """log |det d constrain(theta) / d theta|, shape ``theta.shape[:-1]``."""
+        """``log |det d constrain(theta) / d theta|``, shape ``theta.shape[:-1]``."""
         return torch.zeros(theta.shape[:-1], dtype=theta.dtype, device=theta.device)
 
     def log_prior_unconstrained(self, theta):
