@@ -31,7 +31,7 @@ def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, samplin
     """Run DP-SGD once; return {method: NoiseAwarePosterior} and the run's diagnostics."""
     n = len(data[0])
     sigma, eps = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
-    beta = 3 * math.sqrt(n) if preconditioner is None else preconditioner
+    beta = sigma * clip_norm if preconditioner is None else preconditioner
     res = run_dpvi(model, data, noise_multiplier=sigma, clip_norm=clip_norm,
                    sampling_rate=sampling_rate, n_steps=n_steps,
                    burn_in=int(burn_in * n_steps), preconditioner=beta, random_state=seed,

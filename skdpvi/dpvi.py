@@ -166,6 +166,23 @@ def _regulariser_gradient(model, theta, eps, rho, n_examples):
     return torch.cat([g_mu, g_rho]) / n_examples
 
 
+def _centred_normal(shape, generator, device):
+    """Standard normal draws centred over the Monte Carlo axis (-2), unit variance.
+
+    Each draw eps_s - mean(eps), rescaled by sqrt(S / (S - 1)), is still exactly N(0, 1)
+    (so every theta_s is exactly distributed as q and the gradient stays unbiased),
+    but the draws sum to zero. That removes the leading Monte Carlo noise of the scale
+    gradients, grad log p(x_i | mu) * mean(eps) * scale, exactly: the per-example
+    gradients in rho shrink to the order of scale^2 times the curvature, and a large
+    preconditioner no longer lets them dominate the clipping.
+    """
+    eps = torch.randn(shape, generator=generator, dtype=torch.float64, device=device)
+    n_draws = shape[-2]
+    if n_draws < 2:
+        return eps
+    return (eps - eps.mean(-2, keepdim=True)) * math.sqrt(n_draws / (n_draws - 1))
+
+
 def poisson_subsample(n_examples, sampling_rate, generator, device="cpu"):
     """Indices of a Poisson subsample: each example independently with the given rate.
 
@@ -416,8 +433,7 @@ def run_dpvi(
         stop = min(start + block, n_steps)
         # Random numbers for the block, in a fixed order: MC draws, then DP noise;
         # the batches are drawn step by step in between.
-        eps_block = torch.randn((stop - start, n_mc_samples, n), generator=gen,
-                                dtype=torch.float64, device=device)
+        eps_block = _centred_normal((stop - start, n_mc_samples, n), gen, device)
         noise_block = torch.randn((stop - start, d), generator=gen, dtype=torch.float64,
                                   device=device)
         for j in range(stop - start):

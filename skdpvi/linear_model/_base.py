@@ -13,13 +13,13 @@ from ..dpvi import run_dpvi
 from ..noise_aware import INFERENCE_METHODS, sample_phi_star
 from ..posterior import NoiseAwarePosterior
 
-# Default preconditioner of the scale coordinates: beta = 3 sqrt(N). The per-example
-# gradient in rho is about (posterior sd) x (gradient in mu), and the posterior sd
-# shrinks like 1/sqrt(N), so this keeps both halves of the clipped vector of similar
-# size. Much larger values let the scale gradients dominate the clipping (Adult,
-# epsilon=1: beta=2063 clipped 39 % of the examples and doubled the calibration
-# error); see doc/user_guide.rst. N is treated as public, as in the paper.
-_SCALE_PRECONDITIONING = 3.0
+# Default preconditioner of the scale coordinates: beta = sigma * C. With the
+# heuristic learning rate 1 / (sigma C sqrt(T)), coordinate i relaxes at the rate
+# lambda beta_i kappa a_i per step; the scale coordinates have curvature a ~ 2, so
+# beta = sigma C makes them relax in ~T / 20 steps at any budget (a fixed beta left
+# them random-walking at small epsilon). The engine's centred Monte Carlo draws keep
+# the preconditioned scale gradients small next to C; see doc/user_guide.rst.
+_SCALE_PRECONDITIONING = 1.0
 
 
 def _privacy_mechanism(est):
@@ -149,7 +149,7 @@ class _BaseDPBayesianRegression(BaseEstimator):
             self.epsilon, self.delta, self.sampling_rate, int(self.max_iter)
         )
         clip = self._default_clip_norm(model) if self.clip_norm == "auto" else float(self.clip_norm)
-        beta = (_SCALE_PRECONDITIONING * math.sqrt(n_samples)
+        beta = (_SCALE_PRECONDITIONING * sigma * clip
                 if self.scale_preconditioning == "auto" else float(self.scale_preconditioning))
         result = run_dpvi(
             model,
