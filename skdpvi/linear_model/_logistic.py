@@ -40,9 +40,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         lambda_c of the heuristic; "auto" is sqrt(d / 2), d = 2 * n_params.
     scale_preconditioning : float or "auto", default="auto"
         beta for the variational scale parameters (the paper's gradient
-        preconditioning); "auto" is 3 * sqrt(n_samples), which keeps the scale and
-        mean halves of the per-example gradient of similar size (the number of rows
-        is treated as public, as in the paper).
+        preconditioning); "auto" is ``noise_multiplier_ * clip_norm_``, which makes
+        the scale parameters converge in about max_iter / 20 steps at any budget
+        (see the user guide).
     n_mc_samples : int, default=10
         Monte Carlo draws per DP-SGD step.
     burn_in : float or int, default=0.2
