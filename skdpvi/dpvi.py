@@ -33,16 +33,16 @@ def heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, dim, scale=Non
     """The paper's learning-rate heuristic (A58).
 
     ``sqrt(2) * scale / (noise_multiplier * clip_norm * sqrt(n_steps * dim))`` with
-    ``scale`` (lambda_c) defaulting to ``sqrt(dim / 2)``, which reduces it to
-    ``1 / (noise_multiplier * clip_norm * sqrt(n_steps))``.
+    ``scale`` (lambda_c) defaulting to 1, the paper's default. Its alternative
+    ``sqrt(dim / 2)`` reduces the rate to ``1 / (noise_multiplier * clip_norm * sqrt(n_steps))``.
 
     Examples
     --------
-    >>> heuristic_learning_rate(10.0, 2.0, 10_000, 8)
+    >>> heuristic_learning_rate(10.0, 2.0, 10_000, 8, scale=2.0)
     0.0005
     """
     if scale is None:
-        scale = math.sqrt(dim / 2)
+        scale = 1.0
     return math.sqrt(2) * scale / (noise_multiplier * clip_norm * math.sqrt(n_steps * dim))
 
 
@@ -331,7 +331,7 @@ def run_dpvi(
         lambda; defaults to the heuristic of :func:`heuristic_learning_rate`.
         The step of coordinate i is ``lambda * beta_i``.
     learning_rate_scale : float, optional
-        lambda_c of the heuristic; defaults to sqrt(d / 2).
+        lambda_c of the heuristic; defaults to 1.
     n_mc_samples : int, default=10
         Monte Carlo draws of theta per step, shared by all examples of the step.
     preconditioner : float or array-like of shape (d,), optional

@@ -37,12 +37,13 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
     learning_rate : float or "auto", default="auto"
         Step size lambda; "auto" is the paper's heuristic (A58).
     learning_rate_scale : float or "auto", default="auto"
-        lambda_c of the heuristic; "auto" is sqrt(d / 2), d = 2 * n_params.
+        lambda_c of the heuristic; "auto" is 1, the paper's default (its alternative
+        sqrt(d / 2), d = 2 * n_params, lets the iterates wander further).
     scale_preconditioning : float or "auto", default="auto"
         beta for the variational scale parameters (the paper's gradient
-        preconditioning); "auto" is ``noise_multiplier_ * clip_norm_``, which makes
-        the scale parameters converge in about max_iter / 20 steps at any budget
-        (see the user guide).
+        preconditioning); "auto" is ``1 / (learning_rate * sqrt(max_iter))``, which
+        makes the scale parameters converge in about max_iter / 20 steps at any
+        budget (see the user guide).
     n_mc_samples : int, default=10
         Monte Carlo draws per DP-SGD step.
     burn_in : float or int, default=0.2
