@@ -15,7 +15,6 @@ import argparse
 
 import numpy as np
 import torch
-from scipy.special import expit
 
 from _common import fit_all_backends, machine, run_study, save
 from skdpvi.datasets import load_adult
@@ -24,6 +23,9 @@ from skdpvi.models import LogisticRegressionModel
 
 
 def one(seed, epsilon, n_steps):
+    # imported here: loky cannot unpickle a ufunc referenced from __main__
+    from scipy.special import expit
+
     torch.set_num_threads(1)
     X, y = load_adult(subset="train", return_X_y=True)
     Xt, yt = load_adult(subset="test", return_X_y=True)
