@@ -95,10 +95,6 @@ class TraceStatistics:
     def dim(self):
         return len(self.shift)
 
-    def mean_phi(self):
-        """Mean of phi_t over the pairs after burn-in."""
-        return self.shift + self.sum_x / self.count
-
     def check_finite(self):
         for name in ("shift", "sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx"):
             if not np.all(np.isfinite(getattr(self, name))):
