@@ -14,7 +14,8 @@ from ..noise_aware import INFERENCE_METHODS, sample_phi_star
 from ..posterior import NoiseAwarePosterior
 
 # Default learning-rate scale lambda_c: the paper's default of 1. sqrt(d / 2), its
-# alternative, makes every coordinate wander sqrt(d / 2) times further; in the 10-D
+# alternative, makes the stationary wander variance of every coordinate sqrt(d / 2)
+# times larger; in the 10-D
 # regression that wander inflated the residuals enough to triple the noise-variance
 # estimate (see doc/user_guide.rst).
 _LEARNING_RATE_SCALE = 1.0
