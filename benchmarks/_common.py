@@ -17,6 +17,7 @@ from joblib import Parallel, delayed
 
 from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi
+from skdpvi.linear_model._base import _LEARNING_RATE_SCALE, _default_preconditioning
 from skdpvi.metrics import tarp_coverage
 from skdpvi.noise_aware import sample_phi_star
 from skdpvi.posterior import NoiseAwarePosterior
@@ -31,9 +32,10 @@ def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, samplin
     """Run DP-SGD once; return {method: NoiseAwarePosterior} and the run's diagnostics."""
     n = len(data[0])
     sigma, eps = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
-    # the estimators' defaults: lambda_c = 1, beta = 1 / (lambda sqrt(T))
-    lam = heuristic_learning_rate(sigma, clip_norm, n_steps, 2 * model.n_params, 1.0)
-    beta = 1.0 / (lam * math.sqrt(n_steps)) if preconditioner is None else preconditioner
+    # exactly the estimators' defaults, so the tables measure what users get
+    lam = heuristic_learning_rate(sigma, clip_norm, n_steps, 2 * model.n_params,
+                                  _LEARNING_RATE_SCALE)
+    beta = _default_preconditioning(lam, n_steps) if preconditioner is None else preconditioner
     res = run_dpvi(model, data, noise_multiplier=sigma, clip_norm=clip_norm, learning_rate=lam,
                    sampling_rate=sampling_rate, n_steps=n_steps,
                    burn_in=int(burn_in * n_steps), preconditioner=beta, random_state=seed,
