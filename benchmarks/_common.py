@@ -7,7 +7,6 @@ from one master seed (identical results whatever n_jobs is).
 """
 
 import json
-import math
 import os
 import platform
 import time
