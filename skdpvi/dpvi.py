@@ -26,6 +26,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .models.base import GLMModel
+
+#: Expected size (batch rows x weights) of the gradient block above which the
+#: factored GLM path (:func:`glm_clip_and_sum`) is faster than the dense one.
+_GLM_PATH_MIN_BLOCK = 20_000
+
 __all__ = ["run_dpvi", "heuristic_learning_rate", "DPVIResult", "TraceStatistics"]
 
 
@@ -179,28 +185,49 @@ def _centred_normal(shape, generator, device):
     return (eps - eps.mean(-2, keepdim=True)) * math.sqrt(n_draws / (n_draws - 1))
 
 
-def poisson_subsample(n_examples, sampling_rate, generator, device="cpu"):
-    """Indices of a Poisson subsample: each example independently with the given rate.
+def poisson_subsamples(n_examples, sampling_rate, n_steps, generator, device="cpu",
+                       chunk=None):
+    """Index tensors of ``n_steps`` independent Poisson subsamples.
 
-    The batch size is Binomial(n_examples, sampling_rate) and may be zero, as the
-    privacy accounting of Poisson-subsampled DP-SGD requires. The indices are
-    generated as the successes of a Bernoulli(rate) sequence, whose gaps are
-    i.i.d. Geometric(rate): about rate * n draws instead of n.
+    In each subsample every example is included independently with the given rate,
+    so the batch size is Binomial(n_examples, sampling_rate) and may be zero, as the
+    privacy accounting of Poisson-subsampled DP-SGD requires. The indices are the
+    successes of a Bernoulli(rate) sequence, whose gaps are i.i.d. Geometric(rate):
+    about ``rate * n_examples`` draws per step instead of ``n_examples``, drawn for
+    all steps at once. The indices of each step come out sorted.
+
+    ``chunk`` is the number of gaps drawn per step before checking whether the end
+    of the data was reached (default: mean + 6 sd + 16); more are drawn if not.
     """
     if sampling_rate >= 1:
-        return torch.arange(n_examples, device=device)
-    expected = n_examples * sampling_rate
-    chunk = int(expected + 6 * math.sqrt(expected) + 16)
-    pieces, last = [], -1
-    while True:
-        gaps = torch.empty(chunk, dtype=torch.float64, device=device)
-        gaps.geometric_(sampling_rate, generator=generator)
-        positions = last + torch.cumsum(gaps, 0).to(torch.int64)
-        if positions[-1] >= n_examples:
-            pieces.append(positions[positions < n_examples])
-            return torch.cat(pieces) if len(pieces) > 1 else pieces[0]
-        pieces.append(positions)
-        last = int(positions[-1])
+        return [torch.arange(n_examples, device=device) for _ in range(n_steps)]
+    if chunk is None:
+        expected = n_examples * sampling_rate
+        chunk = int(expected + 6 * math.sqrt(expected) + 16)
+    gaps = torch.empty((n_steps, chunk), dtype=torch.float64, device=device)
+    gaps.geometric_(sampling_rate, generator=generator)
+    positions = torch.cumsum(gaps, 1).to(torch.int64) - 1
+    counts = torch.searchsorted(
+        positions, torch.full((n_steps, 1), n_examples, device=device)
+    ).squeeze(1).tolist()
+    batches = []
+    for row, count in zip(positions, counts):
+        pieces = [row[:count]]
+        last = int(row[-1])
+        while count == chunk:  # rare (6 sd): the row ended before n_examples; go on
+            more = last + torch.cumsum(
+                torch.empty(chunk, dtype=torch.float64, device=device).geometric_(
+                    sampling_rate, generator=generator), 0).to(torch.int64)
+            count = int(torch.searchsorted(more, n_examples))
+            pieces.append(more[:count])
+            last = int(more[-1])
+        batches.append(torch.cat(pieces) if len(pieces) > 1 else pieces[0])
+    return batches
+
+
+def poisson_subsample(n_examples, sampling_rate, generator, device="cpu"):
+    """Indices of one Poisson subsample (see :func:`poisson_subsamples`)."""
+    return poisson_subsamples(n_examples, sampling_rate, 1, generator, device)[0]
 
 
 def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=None):
@@ -246,6 +273,86 @@ def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=Non
     return grad_mu, grad_rho
 
 
+def clip_and_sum(per_example, clip_norm):
+    """Scale every row to norm at most ``clip_norm`` and sum the rows.
+
+    Parameters
+    ----------
+    per_example : torch.Tensor of shape (B, d), or a tuple of such blocks
+        Blocks (e.g. the mu and rho halves) are treated as one row of their
+        concatenation.
+    clip_norm : float
+
+    Returns
+    -------
+    clipped_sum : torch.Tensor of shape (d,), float64
+    norms : torch.Tensor of shape (B,)
+        Norms of the rows before clipping (private: for tests and diagnostics).
+    """
+    blocks = per_example if isinstance(per_example, tuple) else (per_example,)
+    norms = torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(blk, dim=1) for blk in blocks], 1), dim=1
+    )
+    factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
+    return torch.cat([factors @ blk for blk in blocks]).to(torch.float64), norms
+
+
+def glm_clip_and_sum(model, phi, eps, batch, n_examples, preconditioner, clip_norm,
+                     row_sq_norms):
+    """:func:`clip_and_sum` of the preconditioned per-example gradients of a GLM.
+
+    Gives the same result as ``clip_and_sum(per_example_gradients(...), clip_norm)``
+    for a :class:`~skdpvi.models.GLMModel`, without materialising the mean block:
+    with ``a = beta_mu * reg_mu`` (the example-independent part), the weights part of
+    row i is ``a - r_i * beta_w * x_i``, whose squared norm is
+    ``|a|^2 - 2 r_i x_i . (beta_w a) + r_i^2 |beta_w x_i|^2``, and whose clipped sum
+    is ``sum(f) a - beta_w * X^T (f r)``. Only the scale block, ``r_eps * x_i``, is
+    formed. Everything runs in the data's precision (float32 in the engine).
+
+    Parameters
+    ----------
+    phi, eps, preconditioner : torch.Tensor
+        As in :func:`per_example_gradients`, in the dtype of the data.
+    row_sq_norms : torch.Tensor of shape (B,)
+        ``|beta_w * x_i|^2`` of the batch rows (computed once per fit).
+
+    Returns
+    -------
+    clipped_sum : torch.Tensor of shape (d,), float64
+    norms : torch.Tensor of shape (B,)
+    """
+    n, p = model.n_params, model.n_weights
+    X = batch[0]
+    mu, rho = phi[:n], phi[n:]
+    theta = torch.addcmul(mu, F.softplus(rho), eps)
+    reg = _regulariser_gradient(model, theta, eps, rho, n_examples)
+    beta_mu, beta_rho = preconditioner[:n], preconditioner[n:]
+    # grad_eps is linear in eps: weighting eps gives beta_rho * dscale * grad_eps directly
+    weight = beta_rho * torch.sigmoid(rho)
+    r_mean, r_eps, extra_mean, extra_eps = model.glm_gradients(theta, eps * weight, *batch)
+    a, c = reg[:n] * beta_mu, reg[n:] * beta_rho
+    a_w = a[:p]
+    scale_rows = torch.addcmul(c[:p], r_eps, X, value=-1.0)
+    # squared norm of the weights part, then of the scale part
+    sq = torch.addcmul(torch.dot(a_w, a_w) - 2 * r_mean * (X @ (beta_mu[:p] * a_w)),
+                       r_mean * r_mean, row_sq_norms)
+    sq = sq + torch.linalg.vector_norm(scale_rows, dim=1) ** 2
+    if p < n:
+        extra_rows = torch.cat([torch.addcmul(a[p:], beta_mu[p:], extra_mean, value=-1.0),
+                                c[p:] - extra_eps], 1)
+        sq = sq + (extra_rows * extra_rows).sum(1)
+    norms = torch.sqrt(torch.clamp(sq, min=0.0))
+    factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
+    total = factors.sum()
+    sum_w = total * a_w - beta_mu[:p] * (factors * r_mean @ X)
+    sum_scale = factors @ scale_rows
+    if p == n:
+        return torch.cat([sum_w, sum_scale]).to(torch.float64), norms
+    sum_extra = factors @ extra_rows
+    k = n - p
+    return torch.cat([sum_w, sum_extra[:k], sum_scale, sum_extra[k:]]).to(torch.float64), norms
+
+
 def privatize(per_example, clip_norm, noise_std, preconditioner, generator=None, noise=None):
     """Clip, sum, add Gaussian noise and undo the preconditioning (paper A59).
 
@@ -271,18 +378,18 @@ def privatize(per_example, clip_norm, noise_std, preconditioner, generator=None,
     norms : torch.Tensor of shape (B,)
         Norms of the rows before clipping (private: for tests and diagnostics).
     """
-    blocks = per_example if isinstance(per_example, tuple) else (per_example,)
-    norms = torch.linalg.vector_norm(
-        torch.stack([torch.linalg.vector_norm(blk, dim=1) for blk in blocks], 1), dim=1
-    )
-    factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
-    clipped_sum = torch.cat([factors @ blk for blk in blocks]).to(torch.float64)
+    clipped_sum, norms = clip_and_sum(per_example, clip_norm)
+    return release(clipped_sum, noise_std, preconditioner, generator, noise), norms
+
+
+def release(clipped_sum, noise_std, preconditioner, generator=None, noise=None):
+    """Add N(0, noise_std^2 I) to a clipped sum and divide by beta."""
     if noise is None:
         noise = torch.randn(
             preconditioner.shape[0], generator=generator, dtype=torch.float64,
             device=preconditioner.device,
         )
-    return (clipped_sum + noise_std * noise) / preconditioner, norms
+    return (clipped_sum + noise_std * noise) / preconditioner
 
 
 def run_dpvi(
@@ -390,6 +497,14 @@ def run_dpvi(
     gen = torch.Generator(device=device)
     gen.manual_seed(int(random_state))
 
+    # The factored GLM path saves two passes over the (B, n) gradient block; for
+    # small blocks its extra small operations cost more than that (bench_engine).
+    glm = (isinstance(model, GLMModel)
+           and n_examples * sampling_rate * model.n_weights >= _GLM_PATH_MIN_BLOCK)
+    if glm:
+        beta_w = beta_t[: model.n_weights]
+        all_sq_norms = ((tensors[0].double() * beta_w) ** 2).sum(1).to(real)
+
     # Released pairs are buffered in blocks and reduced to the running sums once
     # per block: two copies per step instead of a dozen small tensor operations.
     block = min(n_steps, 512)
@@ -430,16 +545,25 @@ def run_dpvi(
         # Random numbers for the block, in a fixed order: MC draws, then DP noise;
         # the batches are drawn step by step in between.
         eps_block = _centred_normal((stop - start, n_mc_samples, n), gen, device)
+        eps_real = eps_block.to(real)
+        batches = poisson_subsamples(n_examples, sampling_rate, stop - start, gen, device)
         noise_block = torch.randn((stop - start, d), generator=gen, dtype=torch.float64,
                                   device=device)
         for j in range(stop - start):
             buf_phi[j] = phi
-            index = poisson_subsample(n_examples, sampling_rate, gen, device)
+            index = batches[j]
             batch = tuple(a.index_select(0, index) for a in tensors)
-            per_example = per_example_gradients(model, phi, eps_block[j], batch, n_examples,
-                                                beta_r)
-            g_tilde, norms = privatize(per_example, clip_norm, noise_std, beta_t,
-                                       noise=noise_block[j])
+            if glm:
+                clipped_sum, norms = glm_clip_and_sum(
+                    model, phi.to(real), eps_real[j], batch, n_examples, beta_r, clip_norm,
+                    all_sq_norms.index_select(0, index),
+                )
+            else:
+                clipped_sum, norms = clip_and_sum(
+                    per_example_gradients(model, phi, eps_block[j], batch, n_examples, beta_r),
+                    clip_norm,
+                )
+            g_tilde = release(clipped_sum, noise_std, beta_t, noise=noise_block[j])
             if return_diagnostics:
                 n_clipped += (norms > clip_norm).sum()
                 n_seen += norms.shape[0]

@@ -8,8 +8,11 @@ from scipy import stats
 from skdpvi.dpvi import (
     TraceStatistics,
     _centred_normal,
+    clip_and_sum,
+    glm_clip_and_sum,
     per_example_gradients,
     poisson_subsample,
+    poisson_subsamples,
     privatize,
     run_dpvi,
 )
@@ -61,6 +64,28 @@ def test_per_example_gradients_equal_autograd_on_the_full_loss(model):
     torch.testing.assert_close(scaled, fast * beta)
 
 
+@pytest.mark.parametrize("model", [LogisticRegressionModel(4), LinearRegressionModel(4)],
+                         ids=["logistic", "linear"])
+def test_factored_glm_clipping_equals_the_dense_path(model):
+    torch.manual_seed(2)
+    x = torch.randn(40, 4, dtype=torch.float64) * torch.logspace(-1, 1, 40)[:, None]
+    y = (torch.randint(0, 2, (40,)) if isinstance(model, LogisticRegressionModel)
+         else torch.randn(40) * 3).double()
+    data = model.prepare_data(x, y)
+    phi = torch.randn(2 * model.n_params, dtype=torch.float64) * 0.3
+    phi[model.n_params:] -= 2
+    eps = torch.randn(10, model.n_params, dtype=torch.float64)
+    beta = torch.linspace(1, 30, 2 * model.n_params, dtype=torch.float64)
+    dense_rows = per_example_gradients(model, phi, eps, data, 500, beta)
+    clip = float(torch.linalg.vector_norm(torch.cat(dense_rows, 1), dim=1).median())
+    dense_sum, dense_norms = clip_and_sum(dense_rows, clip)
+    row_sq = ((data[0] * beta[: model.n_weights]) ** 2).sum(1)
+    glm_sum, glm_norms = glm_clip_and_sum(model, phi, eps, data, 500, beta, clip, row_sq)
+    assert (dense_norms > clip).sum() >= 15  # the clipping is exercised
+    torch.testing.assert_close(glm_norms, dense_norms, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(glm_sum, dense_sum, rtol=1e-9, atol=1e-12)
+
+
 def test_clipped_rows_have_norm_at_most_c_and_small_rows_pass_unchanged():
     gen = torch.Generator().manual_seed(0)
     rows = torch.randn(200, 7) * torch.logspace(-2, 2, 200)[:, None]
@@ -107,6 +132,25 @@ def test_batch_sizes_follow_binomial():
     # indices are distinct examples (sampling without replacement)
     idx = poisson_subsample(n, 0.5, gen)
     assert len(torch.unique(idx)) == len(idx)
+
+
+@pytest.mark.parametrize("chunk", [None, 3], ids=["default", "tiny-chunks"])
+def test_block_of_subsamples_includes_every_example_with_the_rate(chunk):
+    # many steps drawn at once; tiny chunks force the rows to be continued
+    gen = torch.Generator().manual_seed(1)
+    n, q, steps = 40, 0.2, 4000
+    batches = poisson_subsamples(n, q, steps, gen, chunk=chunk)
+    assert len(batches) == steps
+    member = torch.zeros(steps, n)
+    for t, idx in enumerate(batches):
+        assert torch.all(idx[1:] > idx[:-1]) and (len(idx) == 0 or (0 <= idx[0] and idx[-1] < n))
+        member[t, idx] = 1
+    # every example independently with rate q: marginal rates and no correlation
+    np.testing.assert_allclose(member.mean(0).numpy(), q, atol=4 * np.sqrt(q * (1 - q) / steps))
+    corr = np.corrcoef(member[:, :10].T.numpy())
+    assert np.abs(corr[np.triu_indices(10, 1)]).max() < 0.08
+    sizes = member.sum(1).numpy()
+    assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.1)
 
 
 def test_engine_handles_empty_batches_and_is_reproducible():

@@ -1,6 +1,6 @@
 """Probabilistic models: per-example log-likelihood, prior and parameter transforms."""
 
-from .base import Model
+from .base import GLMModel, Model
 from .exponential_family import (
     BetaBernoulliModel,
     DirichletCategoricalModel,
@@ -11,6 +11,7 @@ from .logistic import LogisticRegressionModel
 
 __all__ = [
     "Model",
+    "GLMModel",
     "LogisticRegressionModel",
     "LinearRegressionModel",
     "GammaExponentialModel",

@@ -118,6 +118,47 @@ class Model:
         return grad.mean(1), torch.einsum("bsn,sn->bn", grad, eps) / n_draws
 
 
+class GLMModel(Model):
+    """A model whose first ``n_weights`` parameters enter only through ``x_i . w``.
+
+    For such a model, the likelihood gradient of example i with respect to the
+    weights is a scalar residual times the covariate row, ``r_i x_i``, so the
+    engine can compute per-example gradient norms and clipped sums without
+    materialising the (B, n) mean-gradient block (see :func:`skdpvi.dpvi.clipped_sum`).
+    The remaining ``n_params - n_weights`` parameters (e.g. a noise variance) are
+    handled densely. ``prepare_data`` must return ``(X, y)`` with ``X`` of shape
+    (B, n_weights).
+    """
+
+    n_weights = 0
+
+    def glm_gradients(self, theta, eps, X, y):
+        """Factored Monte Carlo averages of the likelihood gradients.
+
+        Parameters
+        ----------
+        theta, eps : torch.Tensor of shape (S, n_params)
+        X : torch.Tensor of shape (B, n_weights)
+        y : torch.Tensor of shape (B,)
+
+        Returns
+        -------
+        r_mean : torch.Tensor of shape (B,)
+            ``mean_s r_is``: the weights block of ``grad_mean`` is ``r_mean[:, None] * X``.
+        r_eps : torch.Tensor of shape (B, n_weights)
+            ``mean_s r_is eps_s[:n_weights]``: the weights block of ``grad_eps`` is
+            ``r_eps * X``.
+        extra_mean, extra_eps : torch.Tensor of shape (B, n_params - n_weights)
+            The other parameters' blocks of ``grad_mean`` and ``grad_eps``.
+        """
+        raise NotImplementedError
+
+    def likelihood_gradients(self, theta, eps, X, y):
+        r_mean, r_eps, extra_mean, extra_eps = self.glm_gradients(theta, eps, X, y)
+        return (torch.cat([r_mean[:, None] * X, extra_mean], 1),
+                torch.cat([r_eps * X, extra_eps], 1))
+
+
 def softplus_inverse(x):
     """Inverse of softplus, stable for large and small x (torch or float)."""
     x = torch.as_tensor(x, dtype=torch.get_default_dtype())

@@ -6,10 +6,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .base import Model, softplus_inverse
+from .base import GLMModel, softplus_inverse
 
 
-class LinearRegressionModel(Model):
+class LinearRegressionModel(GLMModel):
     """y | x, theta ~ N(x . w + b, sigma^2) with a normal-inverse-gamma prior.
 
     sigma^2 ~ InvGamma(shape, scale) (density proportional to
@@ -84,15 +84,12 @@ class LinearRegressionModel(Model):
         sig = torch.sigmoid(u)
         return torch.cat([d_w, d_var * sig + (1 - sig)], 1)
 
-    def likelihood_gradients(self, theta, eps, X, y):
-        u = theta[:, -1]
-        var = F.softplus(u)  # (S,)
-        resid = y[:, None] - X @ theta[:, : self.n_weights].T  # (B, S)
+    def glm_gradients(self, theta, eps, X, y):
+        u = theta[:, -1:]
+        var = F.softplus(u)  # (S, 1)
+        resid = y - theta[:, : self.n_weights] @ X.T  # (S, B)
         r_w = resid / var  # d ll / d mean
         r_u = (0.5 * resid**2 / var - 0.5) / var * torch.sigmoid(u)  # d ll / d u
         n_draws = theta.shape[0]
-        grad_mean = torch.cat([r_w.mean(1, keepdim=True) * X, r_u.mean(1, keepdim=True)], 1)
-        grad_eps = torch.cat(
-            [(r_w @ (eps[:, : self.n_weights] / n_draws)) * X, r_u @ (eps[:, -1:] / n_draws)], 1
-        )
-        return grad_mean, grad_eps
+        return (r_w.mean(0), r_w.T @ (eps[:, : self.n_weights] / n_draws),
+                r_u.mean(0)[:, None], r_u.T @ (eps[:, -1:] / n_draws))

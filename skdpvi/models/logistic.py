@@ -5,10 +5,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .base import Model
+from .base import GLMModel
 
 
-class LogisticRegressionModel(Model):
+class LogisticRegressionModel(GLMModel):
     """y | x, theta ~ Bernoulli(sigmoid(x . w + b)), theta = (w, b) ~ N(0, s^2 I).
 
     Parameters
@@ -25,6 +25,7 @@ class LogisticRegressionModel(Model):
         self.fit_intercept = fit_intercept
         names = [f"coef[{j}]" for j in range(n_features)]
         self.param_names = tuple(names + (["intercept"] if fit_intercept else []))
+        self.n_weights = len(self.param_names)
 
     def prepare_data(self, X, y):
         if self.fit_intercept:
@@ -43,8 +44,9 @@ class LogisticRegressionModel(Model):
     def grad_log_prior_unconstrained(self, theta):
         return -theta / self.prior_scale**2
 
-    def likelihood_gradients(self, theta, eps, X, y):
+    def glm_gradients(self, theta, eps, X, y):
         # d/dtheta_s log p(y_i | x_i, theta_s) = (y_i - sigmoid(x_i . theta_s)) x_i
-        r = y[:, None] - torch.sigmoid(X @ theta.T)  # (B, S)
+        r = y - torch.sigmoid(theta @ X.T)  # (S, B)
         n_draws = theta.shape[0]
-        return r.mean(1, keepdim=True) * X, (r @ (eps / n_draws)) * X
+        none = X.new_empty((X.shape[0], 0))
+        return r.mean(0), r.T @ (eps / n_draws), none, none
