@@ -16,8 +16,8 @@ from joblib import Parallel, delayed
 
 from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi
-from skdpvi.linear_model._base import _LEARNING_RATE_SCALE, _default_preconditioning
-from skdpvi.metrics import tarp_coverage
+from skdpvi.linear_model._base import _default_preconditioning
+from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
 from skdpvi.noise_aware import sample_phi_star
 from skdpvi.posterior import NoiseAwarePosterior
 
@@ -27,13 +27,17 @@ RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 
 def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, sampling_rate=0.1,
                      delta=1e-5, burn_in=0.2, preconditioner=None, seed=0, n_draws=1000,
-                     methods=METHODS):
-    """Run DP-SGD once; return {method: NoiseAwarePosterior} and the run's diagnostics."""
+                     methods=METHODS, learning_rate_scale=1.0):
+    """Run DP-SGD once; return {method: NoiseAwarePosterior} and the run's diagnostics.
+
+    ``learning_rate_scale`` should be the default of the estimator the benchmark
+    stands for (``Estimator._default_learning_rate_scale(2 * n_params)``).
+    """
     n = len(data[0])
     sigma, eps = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
     # exactly the estimators' defaults, so the tables measure what users get
     lam = heuristic_learning_rate(sigma, clip_norm, n_steps, 2 * model.n_params,
-                                  _LEARNING_RATE_SCALE)
+                                  learning_rate_scale)
     beta = _default_preconditioning(lam, n_steps) if preconditioner is None else preconditioner
     res = run_dpvi(model, data, noise_multiplier=sigma, clip_norm=clip_norm, learning_rate=lam,
                    sampling_rate=sampling_rate, n_steps=n_steps,
@@ -88,8 +92,18 @@ def save(name, payload):
     return path
 
 
-def print_tarp(rows, label):
+def rmse_floor(n_simulations):
+    """RMSE a perfectly calibrated method gets with this many simulations (mean, 5 %, 95 %)."""
+    mean, (lo, hi) = coverage_rmse_floor(n_simulations, random_state=0)
+    return {"mean": mean, "q05": float(lo), "q95": float(hi)}
+
+
+def print_tarp(rows, label, n_simulations=None):
     print(f"\n{label}: TARP coverage RMSE (+- bootstrap sd over simulations)")
+    if n_simulations:
+        f = rmse_floor(n_simulations)
+        print(f"(a calibrated method gets {f['mean']:.3f}, 90 % range {f['q05']:.3f}-"
+              f"{f['q95']:.3f}, with K={n_simulations})")
     print(f"{'method':<14}{'ref=posterior':>20}{'ref=prior':>20}")
     for method, row in rows.items():
         cells = [f"{row[s]['rmse']:.3f} +- {row[s]['se']:.3f}" for s in ("posterior", "prior")]

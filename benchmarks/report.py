@@ -51,6 +51,10 @@ def main():
         data = load(name)
         if data:
             print(f"\n{name}: K={data['n_sim']} simulations, T={data['steps']}\n")
+            if "floor" in data:
+                f = data["floor"]
+                print(f"A perfectly calibrated method would get {f['mean']:.3f} "
+                      f"(90 % range {f['q05']:.3f}-{f['q95']:.3f}) with this K.\n")
             print(tarp_rows(data["cells"], PAPER[key]))
             print("\nseconds per cell:", {k: round(v["seconds"]) for k, v in data["cells"].items()})
     data = load("table3_adult")

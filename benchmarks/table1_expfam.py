@@ -10,11 +10,13 @@ Run: python benchmarks/table1_expfam.py --quick      (K=25, T=2000)
 """
 
 import argparse
+import zlib
 
 import numpy as np
 import torch
 
-from _common import fit_all_backends, machine, print_tarp, run_study, save, tarp_table
+from _common import (fit_all_backends, machine, print_tarp, rmse_floor, run_study, save,
+                     tarp_table)
 from skdpvi.datasets import (
     make_beta_bernoulli,
     make_dirichlet_categorical,
@@ -62,15 +64,16 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.n_sim, args.steps = 25, 2000
-    payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps, "cells": {}}
+    payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps, "cells": {},
+               "floor": rmse_floor(args.n_sim)}
     for name in args.models:
         out, seconds = run_study(lambda s: one(s, name, args.epsilon, args.steps), args.n_sim,
-                                 seed=hash(name) % 10_000, n_jobs=args.n_jobs)
+                                 seed=zlib.crc32(name.encode()) % 10_000, n_jobs=args.n_jobs)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
         theta = np.stack([o[1] for o in out])
         rows = tarp_table(samples, theta, prior_sampler_for(name))
         print_tarp(rows, f"{name}, epsilon={args.epsilon} ({args.n_sim} simulations, "
-                         f"{seconds:.0f} s)")
+                         f"{seconds:.0f} s)", args.n_sim)
         payload["cells"][name] = {"rows": rows, "seconds": seconds}
         save("table1_expfam" + ("_quick" if args.quick else ""), payload)
 

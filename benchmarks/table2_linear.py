@@ -15,7 +15,9 @@ import argparse
 import numpy as np
 import torch
 
-from _common import fit_all_backends, machine, print_tarp, run_study, save, tarp_table
+from _common import (fit_all_backends, machine, print_tarp, rmse_floor, run_study, save,
+                     tarp_table)
+from skdpvi import DPBayesianLinearRegression
 from skdpvi.datasets import make_nig_linear_regression
 from skdpvi.models import LinearRegressionModel
 
@@ -26,7 +28,9 @@ CLIP = 3.0 * np.sqrt(11) / np.sqrt(0.5 / 19)  # the estimator's clip_norm="auto"
 def one(seed, epsilon, n_steps, n_draws):
     torch.set_num_threads(1)
     X, y, theta = make_nig_linear_regression(5000, random_state=seed)
+    lam_c = DPBayesianLinearRegression._default_learning_rate_scale(2 * MODEL.n_params)
     posts, diag = fit_all_backends(MODEL, (X, y), epsilon=epsilon, clip_norm=CLIP,
+                                   learning_rate_scale=lam_c,
                                    n_steps=n_steps, seed=seed % (2**31 - 16), n_draws=n_draws)
     theta_u = posts["exact"].to_unconstrained(theta)
     draws = {m: p.sample(n_draws, random_state=seed % 1000, unconstrained=True)
@@ -52,7 +56,8 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.n_sim, args.steps = 20, 2000
-    payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps, "cells": {}}
+    payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps, "cells": {},
+               "floor": rmse_floor(args.n_sim)}
     for eps in args.epsilons:
         out, seconds = run_study(lambda s: one(s, eps, args.steps, 1000), args.n_sim,
                                  seed=int(eps * 1000), n_jobs=args.n_jobs)
@@ -61,7 +66,7 @@ def main():
         rows = tarp_table(samples, theta, prior_sampler)
         clipped = float(np.mean([o[2] for o in out]))
         print_tarp(rows, f"epsilon={eps} ({args.n_sim} simulations, {seconds:.0f} s, "
-                         f"clipped fraction {clipped:.3f})")
+                         f"clipped fraction {clipped:.3f})", args.n_sim)
         payload["cells"][str(eps)] = {"rows": rows, "seconds": seconds, "clipped": clipped}
         save("table2_linear" + ("_quick" if args.quick else ""), payload)
 

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from _common import fit_all_backends, machine, run_study, save
+from skdpvi import DPBayesianLogisticRegression
 from skdpvi.datasets import load_adult
 from skdpvi.metrics import brier_score_loss, calibration_rmse, expected_calibration_error
 from skdpvi.models import LogisticRegressionModel
@@ -29,7 +30,9 @@ def one(seed, epsilon, n_steps):
     torch.set_num_threads(1)
     X, y = load_adult(subset="train", return_X_y=True)
     Xt, yt = load_adult(subset="test", return_X_y=True)
-    posts, diag = fit_all_backends(LogisticRegressionModel(X.shape[1]), (X, y),
+    model = LogisticRegressionModel(X.shape[1])
+    lam_c = DPBayesianLogisticRegression._default_learning_rate_scale(2 * model.n_params)
+    posts, diag = fit_all_backends(model, (X, y), learning_rate_scale=lam_c,
                                    epsilon=epsilon, clip_norm=11.0, n_steps=n_steps,
                                    seed=seed % (2**31 - 16), n_draws=2000)
     Xa = np.column_stack([Xt, np.ones(len(Xt))])

@@ -13,14 +13,6 @@ from ..dpvi import heuristic_learning_rate, run_dpvi
 from ..noise_aware import INFERENCE_METHODS, sample_phi_star
 from ..posterior import NoiseAwarePosterior
 
-# Default learning-rate scale lambda_c: the paper's default of 1. sqrt(d / 2), its
-# alternative, makes the stationary wander variance of every coordinate sqrt(d / 2)
-# times larger; in the 10-D
-# regression that wander inflated the residuals enough to triple the noise-variance
-# estimate (see doc/user_guide.rst).
-_LEARNING_RATE_SCALE = 1.0
-
-
 def _default_preconditioning(learning_rate, n_steps):
     """beta = 1 / (lambda sqrt(T)): the scale parameters step by 1 / sqrt(T).
 
@@ -80,6 +72,11 @@ class _BaseDPBayesianRegression(BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+
+    @staticmethod
+    def _default_learning_rate_scale(dim):
+        """lambda_c when ``learning_rate_scale="auto"``; ``dim`` = 2 * n_params."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ validation
 
@@ -160,8 +157,8 @@ class _BaseDPBayesianRegression(BaseEstimator):
             self.epsilon, self.delta, self.sampling_rate, int(self.max_iter)
         )
         clip = self._default_clip_norm(model) if self.clip_norm == "auto" else float(self.clip_norm)
-        lam_c = (_LEARNING_RATE_SCALE if self.learning_rate_scale == "auto"
-                 else float(self.learning_rate_scale))
+        lam_c = (self._default_learning_rate_scale(2 * model.n_params)
+                 if self.learning_rate_scale == "auto" else float(self.learning_rate_scale))
         lam = (heuristic_learning_rate(sigma, clip, int(self.max_iter), 2 * model.n_params, lam_c)
                if self.learning_rate == "auto" else float(self.learning_rate))
         beta = (_default_preconditioning(lam, int(self.max_iter))

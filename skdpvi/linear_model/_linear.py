@@ -106,6 +106,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         self.prior_noise_shape = prior_noise_shape
         self.prior_noise_scale = prior_noise_scale
 
+    @staticmethod
+    def _default_learning_rate_scale(dim):
+        # 1, not sqrt(d / 2): the coefficients' wander inflates the residuals the
+        # noise-variance gradient sees (see the user guide)
+        return 1.0
+
     def _make_model(self, n_features):
         for name in ("prior_weight_scale", "prior_noise_shape", "prior_noise_scale"):
             value = getattr(self, name)

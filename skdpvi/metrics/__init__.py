@@ -42,6 +42,7 @@ from ._tarp import (
     TarpResult,
     coverage_from_frequencies,
     coverage_rmse,
+    coverage_rmse_floor,
     marginal_tarp_coverage,
     tarp_coverage,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "calibration_rmse",
     "coverage_from_frequencies",
     "coverage_rmse",
+    "coverage_rmse_floor",
     "expected_calibration_error",
     "get_scorer",
     "make_predictive_coverage_scorer",
