@@ -61,15 +61,16 @@ def main():
     if data:
         print(f"\ntable3_adult: {data['reps']} repetitions, T={data['steps']}\n")
         cells = data["cells"]
-        header = ["method"] + [f"eps={k} cal. RMSE" for k in cells] + [f"eps={k} ECE" for k in cells] \
-            + [f"eps={k} accuracy" for k in cells]
+        header = ["method"] + [f"eps={k} cal. RMSE" for k in cells] \
+            + [f"eps={k} Brier" for k in cells] + [f"eps={k} accuracy" for k in cells]
         rows = []
         for m in next(iter(cells.values()))["methods"]:
             row = [m]
-            for metric in ("cal_rmse", "ece", "accuracy"):
+            for metric in ("cal_rmse", "brier", "accuracy"):
                 for k, cell in cells.items():
                     mean, sd = cell["methods"][m][metric]
-                    row.append(f"{mean:.3f} ± {sd:.3f}")
+                    digits = 4 if metric == "brier" else 3
+                    row.append(f"{mean:.{digits}f} ± {sd:.{digits}f}")
             rows.append(row)
         rows.append(["paper, NA-DPVI (NUTS)"] + [f"{PAPER['table3'][k]:.3f}" for k in cells]
                     + ["–"] * (2 * len(cells)))

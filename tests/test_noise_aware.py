@@ -134,6 +134,20 @@ def test_bias_corrected_curvature_prior_is_closer_to_the_truth():
     assert np.all(err_corrected < err_raw)
 
 
+def test_curvature_bias_correction_is_opt_in_and_widens_slow_coordinates():
+    (res,), _, _ = simulate_traces(1, a=np.array([3e3, 1e6]), phi_star=np.zeros(2), seed=5)
+    default, _ = sample_phi_star(res, "exact", 4000, random_state=0)
+    off, _ = sample_phi_star(res, "exact", 4000, random_state=0,
+                             curvature_bias_correction=False)
+    on, _ = sample_phi_star(res, "exact", 4000, random_state=0,
+                            curvature_bias_correction=True)
+    np.testing.assert_array_equal(default, off)
+    # the slow coordinate's curvature prior moves down, so phi* gets less certain
+    assert on[:, 0].std() > 1.05 * off[:, 0].std()
+    # a fast coordinate is barely affected
+    assert on[:, 1].std() == pytest.approx(off[:, 1].std(), rel=0.05)
+
+
 def test_bad_inputs_give_clear_errors(traces):
     res, phi, grads = traces[0][0], traces[1][0], traces[2][0]
     with pytest.raises(ValueError, match="Unknown inference method"):
