@@ -222,3 +222,22 @@ def test_centred_draws_remove_the_monte_carlo_noise_of_scale_gradients():
     plain = spread(lambda: torch.randn((10, 4), generator=gen, dtype=torch.float64))
     centred = spread(lambda: _centred_normal((10, 4), gen, "cpu"))
     assert centred < plain / 3
+
+
+def test_engine_gives_the_same_run_on_the_glm_and_the_dense_path(monkeypatch):
+    import skdpvi.dpvi as dpvi
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X @ [1.0, -2.0, 0.5] + rng.logistic(size=400) > 0).astype(float)
+    kwargs = dict(noise_multiplier=2.0, clip_norm=1.0, sampling_rate=0.2, n_steps=60,
+                  burn_in=20, learning_rate=1e-3, preconditioner=30.0, random_state=1,
+                  return_diagnostics=True)
+    runs = {}
+    for name, threshold in (("glm", 0), ("dense", float("inf"))):
+        monkeypatch.setattr(dpvi, "_GLM_PATH_MIN_BLOCK", threshold)
+        runs[name] = run_dpvi(LogisticRegressionModel(3), (X, y), **kwargs)
+    assert runs["glm"].diagnostics["clipped_fraction"] > 0.1  # clipping is exercised
+    np.testing.assert_allclose(runs["glm"].phi, runs["dense"].phi, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(runs["glm"].stats.sum_gx, runs["dense"].stats.sum_gx,
+                               rtol=1e-3, atol=1e-3)
