@@ -119,7 +119,7 @@ class Model:
 
 
 class GLMModel(Model):
-    """A model whose first ``n_weights`` parameters enter only through ``x_i . w``.
+    """A model whose first ``n_weights`` parameters enter only through ``x_i @ w``.
 
     For such a model, the likelihood gradient of example i with respect to the
     weights is a scalar residual times the covariate row, ``r_i x_i``, so the
