@@ -3,7 +3,9 @@
 One simulation = draw theta from the prior, simulate a data set, run DP-SGD once, and
 post-process that single run with every backend, so the backends are compared on the
 very same privatised traces. Simulations run in parallel with joblib and are seeded
-from one master seed (identical results whatever n_jobs is).
+from one master seed (identical results whatever n_jobs is). The TARP studies run
+their simulations in batches through the lockstep engine (skdpvi.dpvi_batched), which
+gives every simulation the run it would get alone, several times faster.
 """
 
 import json
@@ -16,6 +18,7 @@ from joblib import Parallel, delayed
 
 from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi
+from skdpvi.dpvi_batched import run_dpvi_batched
 from skdpvi.linear_model._base import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
 from skdpvi.noise_aware import sample_phi_star
@@ -27,24 +30,20 @@ METHODS = ("emcee", "exact", "exact_kendall", "laplace", "last_iterate")
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 
 
-def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, sampling_rate=0.1,
-                     delta=1e-5, burn_in=0.2, preconditioner=None, seed=0, n_draws=1000,
-                     methods=METHODS, learning_rate_scale=1.0):
-    """Run DP-SGD once; return {method: NoiseAwarePosterior} and the run's diagnostics.
-
-    ``learning_rate_scale`` should be the default of the estimator the benchmark
-    stands for (``Estimator._default_learning_rate_scale(2 * n_params)``).
-    """
-    n = len(data[0])
-    sigma, eps = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
+def _engine_settings(model, *, epsilon, clip_norm, n_steps, sampling_rate, delta, burn_in,
+                     preconditioner, learning_rate_scale):
+    """The run_dpvi keyword arguments the estimators' defaults would use."""
+    sigma, _ = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
     # exactly the estimators' defaults, so the tables measure what users get
     lam = heuristic_learning_rate(sigma, clip_norm, n_steps, 2 * model.n_params,
                                   learning_rate_scale)
     beta = _default_preconditioning(lam, n_steps) if preconditioner is None else preconditioner
-    res = run_dpvi(model, data, noise_multiplier=sigma, clip_norm=clip_norm, learning_rate=lam,
-                   sampling_rate=sampling_rate, n_steps=n_steps,
-                   burn_in=int(burn_in * n_steps), preconditioner=beta, random_state=seed,
-                   return_diagnostics=True)
+    return dict(noise_multiplier=sigma, clip_norm=clip_norm, learning_rate=lam,
+                sampling_rate=sampling_rate, n_steps=n_steps, burn_in=int(burn_in * n_steps),
+                preconditioner=beta, return_diagnostics=True)
+
+
+def _post_process(res, model, seed, n_draws, methods):
     posteriors = {}
     for k, method in enumerate(methods):
         backend = "exact" if method == "exact_kendall" else method
@@ -54,14 +53,67 @@ def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, samplin
     return posteriors, res.diagnostics
 
 
+def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, sampling_rate=0.1,
+                     delta=1e-5, burn_in=0.2, preconditioner=None, seed=0, n_draws=1000,
+                     methods=METHODS, learning_rate_scale=1.0):
+    """Run DP-SGD once; return {method: NoiseAwarePosterior} and the run's diagnostics.
+
+    ``learning_rate_scale`` should be the default of the estimator the benchmark
+    stands for (``Estimator._default_learning_rate_scale(2 * n_params)``).
+    """
+    settings = _engine_settings(model, epsilon=epsilon, clip_norm=clip_norm, n_steps=n_steps,
+                                sampling_rate=sampling_rate, delta=delta, burn_in=burn_in,
+                                preconditioner=preconditioner,
+                                learning_rate_scale=learning_rate_scale)
+    res = run_dpvi(model, data, random_state=seed, **settings)
+    return _post_process(res, model, seed, n_draws, methods)
+
+
+def fit_all_backends_batched(model, datasets, seeds, *, epsilon, clip_norm, n_steps=10_000,
+                             sampling_rate=0.1, delta=1e-5, burn_in=0.2, preconditioner=None,
+                             n_draws=1000, methods=METHODS, learning_rate_scale=1.0):
+    """:func:`fit_all_backends` for several data sets, their DP-SGD runs in lockstep.
+
+    Returns one ``(posteriors, diagnostics)`` pair per data set; each equals
+    ``fit_all_backends(model, datasets[r], seed=seeds[r], ...)`` up to rounding.
+    """
+    settings = _engine_settings(model, epsilon=epsilon, clip_norm=clip_norm, n_steps=n_steps,
+                                sampling_rate=sampling_rate, delta=delta, burn_in=burn_in,
+                                preconditioner=preconditioner,
+                                learning_rate_scale=learning_rate_scale)
+    runs = run_dpvi_batched(model, datasets, random_states=seeds, **settings)
+    return [_post_process(res, model, seed, n_draws, methods) for res, seed in zip(runs, seeds)]
+
+
+def _study_seeds(seed, n_simulations):
+    return [int(s.generate_state(1)[0])
+            for s in np.random.SeedSequence(seed).spawn(n_simulations)]
+
+
 def run_study(one_simulation, n_simulations, seed, n_jobs=2, verbose=True):
     """Run ``one_simulation(seed_k)`` for K independent seeds in parallel."""
-    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n_simulations)]
     start = time.perf_counter()
     out = Parallel(n_jobs=n_jobs, verbose=5 if verbose else 0)(
-        delayed(one_simulation)(s) for s in seeds
+        delayed(one_simulation)(s) for s in _study_seeds(seed, n_simulations)
     )
     return out, time.perf_counter() - start
+
+
+def run_batched_study(one_batch, n_simulations, seed, n_jobs=2, batch_size=64, verbose=True):
+    """Like :func:`run_study`, with ``one_batch(seeds)`` returning a list of outputs.
+
+    The K seeds are the same as run_study's and are cut into batches of at most
+    ``batch_size`` (at least 2 batches per job, for load balance), so the results do
+    not depend on ``batch_size`` or ``n_jobs``.
+    """
+    seeds = _study_seeds(seed, n_simulations)
+    size = max(1, min(batch_size, -(-n_simulations // (2 * n_jobs))))
+    chunks = [seeds[i:i + size] for i in range(0, n_simulations, size)]
+    start = time.perf_counter()
+    out = Parallel(n_jobs=n_jobs, verbose=5 if verbose else 0)(
+        delayed(one_batch)(chunk) for chunk in chunks
+    )
+    return [o for part in out for o in part], time.perf_counter() - start
 
 
 def tarp_table(samples, theta_true, prior_sampler, n_bootstrap=200, seed=0):

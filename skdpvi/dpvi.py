@@ -273,7 +273,7 @@ def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=Non
     return grad_mu, grad_rho
 
 
-def clip_and_sum(per_example, clip_norm):
+def clip_and_sum(per_example, clip_norm, weights=None):
     """Scale every row to norm at most ``clip_norm`` and sum the rows.
 
     Parameters
@@ -282,6 +282,8 @@ def clip_and_sum(per_example, clip_norm):
         Blocks (e.g. the mu and rho halves) are treated as one row of their
         concatenation.
     clip_norm : float
+    weights : torch.Tensor of shape (B,), optional
+        Multiplies every clipped row; 0 drops the padding rows of the batched engine.
 
     Returns
     -------
@@ -294,11 +296,13 @@ def clip_and_sum(per_example, clip_norm):
         torch.stack([torch.linalg.vector_norm(blk, dim=1) for blk in blocks], 1), dim=1
     )
     factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
+    if weights is not None:
+        factors = factors * weights
     return torch.cat([factors @ blk for blk in blocks]).to(torch.float64), norms
 
 
 def glm_clip_and_sum(model, phi, eps, batch, n_examples, preconditioner, clip_norm,
-                     row_sq_norms):
+                     row_sq_norms, weights=None):
     """:func:`clip_and_sum` of the preconditioned per-example gradients of a GLM.
 
     Gives the same result as ``clip_and_sum(per_example_gradients(...), clip_norm)``
@@ -315,6 +319,8 @@ def glm_clip_and_sum(model, phi, eps, batch, n_examples, preconditioner, clip_no
         As in :func:`per_example_gradients`, in the dtype of the data.
     row_sq_norms : torch.Tensor of shape (B,)
         ``|beta_w * x_i|^2`` of the batch rows (computed once per fit).
+    weights : torch.Tensor of shape (B,), optional
+        As in :func:`clip_and_sum`.
 
     Returns
     -------
@@ -343,6 +349,8 @@ def glm_clip_and_sum(model, phi, eps, batch, n_examples, preconditioner, clip_no
         sq = sq + (extra_rows * extra_rows).sum(1)
     norms = torch.sqrt(torch.clamp(sq, min=0.0))
     factors = torch.clamp(clip_norm / (norms + 1e-12), max=1.0)
+    if weights is not None:
+        factors = factors * weights
     total = factors.sum()
     sum_w = total * a_w - beta_mu[:p] * (factors * r_mean @ X)
     sum_scale = factors @ scale_rows
@@ -390,6 +398,123 @@ def release(clipped_sum, noise_std, preconditioner, generator=None, noise=None):
             device=preconditioner.device,
         )
     return (clipped_sum + noise_std * noise) / preconditioner
+
+
+@dataclass
+class _Schedule:
+    """The step sizes and starting point of a run, fixed before it starts."""
+
+    beta: np.ndarray  # preconditioner (d,)
+    lam: float  # learning rate lambda
+    phi0: np.ndarray  # initial (mu, rho)
+
+    @property
+    def lr(self):
+        return self.lam * self.beta
+
+
+def _schedule(model, *, noise_multiplier, clip_norm, n_steps, learning_rate,
+              learning_rate_scale, preconditioner, init_mean, init_scale):
+    n = model.n_params
+    d = 2 * n
+    beta = np.ones(d)
+    if preconditioner is not None:
+        pre = np.asarray(preconditioner, dtype=float)
+        if pre.ndim == 0:
+            beta[n:] = float(pre)
+        else:
+            beta = pre.reshape(d).copy()
+    if learning_rate is None:
+        lam = heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, d, learning_rate_scale)
+    else:
+        lam = float(learning_rate)
+    if init_mean is None:
+        init_mean = model.init_mean() if hasattr(model, "init_mean") else np.zeros(n)
+    rho0 = float(np.log(np.expm1(init_scale)))
+    phi0 = np.concatenate([np.asarray(init_mean, float).reshape(n), np.full(n, rho0)])
+    return _Schedule(beta=beta, lam=lam, phi0=phi0)
+
+
+def _prepare_data(model, data, dtype, device):
+    return model.prepare_data(
+        *(torch.tensor(np.asarray(a), dtype=dtype, device=device) for a in data)
+    )
+
+
+def _use_glm_path(model, n_examples, sampling_rate):
+    # The factored GLM path saves two passes over the (B, n) gradient block; for
+    # small blocks its extra small operations cost more than that (bench_engine).
+    return (isinstance(model, GLMModel)
+            and n_examples * sampling_rate * model.n_weights >= _GLM_PATH_MIN_BLOCK)
+
+
+def _draw_block(generator, n_block, n_mc_samples, n_params, n_examples, sampling_rate, device):
+    """The random numbers of ``n_block`` steps, in the engine's fixed order.
+
+    Monte Carlo draws (n_block, S, n), then the Poisson subsamples (a list of index
+    tensors), then the standard normal DP noise (n_block, 2 n). The batched engine
+    draws in the same order from each run's own generator, so its runs reproduce
+    :func:`run_dpvi` with the same seed.
+    """
+    eps = _centred_normal((n_block, n_mc_samples, n_params), generator, device)
+    batches = poisson_subsamples(n_examples, sampling_rate, n_block, generator, device)
+    noise = torch.randn((n_block, 2 * n_params), generator=generator, dtype=torch.float64,
+                        device=device)
+    return eps, batches, noise
+
+
+class _TraceRecorder:
+    """Buffers the released pairs (phi_t, g_tilde_{t+1}) and folds them into sums.
+
+    Works for one run (``lead=()``) or for runs in lockstep (``lead=(R,)``): every
+    array carries the lead axes between the time axis and the coordinates. The pairs
+    are reduced once per block of steps: two copies per step instead of a dozen
+    small tensor operations.
+    """
+
+    def __init__(self, n_steps, burn_in, lead, d, block, record_trace, device):
+        self.burn_in = burn_in
+        self.n_steps = n_steps
+        self.phi = torch.empty((block, *lead, d), dtype=torch.float64, device=device)
+        self.grad = torch.empty((block, *lead, d), dtype=torch.float64, device=device)
+        self.sums = torch.zeros((5, *lead, d), dtype=torch.float64, device=device)
+        self.shift = None
+        self.trace_phi = np.empty((n_steps + 1, *lead, d)) if record_trace else None
+        self.trace_grad = np.empty((n_steps, *lead, d)) if record_trace else None
+
+    def flush(self, start, stop):
+        """Fold the buffered steps start..stop-1 into the statistics."""
+        if self.trace_phi is not None:
+            self.trace_phi[start:stop] = self.phi[: stop - start].cpu().numpy()
+            self.trace_grad[start:stop] = self.grad[: stop - start].cpu().numpy()
+        first = max(start, self.burn_in)
+        if first >= stop:
+            return
+        if self.shift is None:
+            self.shift = self.phi[first - start].clone()
+        x = self.phi[first - start: stop - start] - self.shift
+        g = self.grad[first - start: stop - start]
+        self.sums.add_(torch.stack([x.sum(0), (x * x).sum(0), g.sum(0), (g * g).sum(0),
+                                    (g * x).sum(0)]))
+
+    def finish(self, phi):
+        """Store the last iterate; return (sums (5, *lead, d), shift) as arrays."""
+        if self.trace_phi is not None:
+            self.trace_phi[self.n_steps] = phi.cpu().numpy()
+        return self.sums.cpu().numpy(), self.shift.cpu().numpy()
+
+
+def _statistics(sums, shift, count):
+    return TraceStatistics(count=count, shift=shift, sum_x=sums[0], sum_xx=sums[1],
+                           sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4])
+
+
+def _progress_bar(verbose, n_steps, desc="DP-SGD"):
+    if not verbose:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=n_steps, desc=desc, unit="step", mininterval=0.5)
 
 
 def run_dpvi(
@@ -462,95 +587,41 @@ def run_dpvi(
     """
     device = torch.device(device)
     real = torch.float32
-    tensors = model.prepare_data(
-        *(torch.tensor(np.asarray(a), dtype=real, device=device) for a in data)
-    )
+    tensors = _prepare_data(model, data, real, device)
     n_examples = tensors[0].shape[0]
     n = model.n_params
     d = 2 * n
-
-    beta = np.ones(d)
-    if preconditioner is not None:
-        pre = np.asarray(preconditioner, dtype=float)
-        if pre.ndim == 0:
-            beta[n:] = float(pre)
-        else:
-            beta = pre.reshape(d).copy()
-    if learning_rate is None:
-        lam = heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, d, learning_rate_scale)
-    else:
-        lam = float(learning_rate)
-    lr = lam * beta
-
-    if init_mean is None:
-        init_mean = model.init_mean() if hasattr(model, "init_mean") else np.zeros(n)
-    rho0 = float(np.log(np.expm1(init_scale)))
-    phi = torch.tensor(
-        np.concatenate([np.asarray(init_mean, float).reshape(n), np.full(n, rho0)]),
-        dtype=torch.float64, device=device,
-    )
-    beta_t = torch.tensor(beta, dtype=torch.float64, device=device)
+    plan = _schedule(model, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+                     n_steps=n_steps, learning_rate=learning_rate,
+                     learning_rate_scale=learning_rate_scale, preconditioner=preconditioner,
+                     init_mean=init_mean, init_scale=init_scale)
+    phi = torch.tensor(plan.phi0, dtype=torch.float64, device=device)
+    beta_t = torch.tensor(plan.beta, dtype=torch.float64, device=device)
     beta_r = beta_t.to(real)
-    lr_t = torch.tensor(lr, dtype=torch.float64, device=device)
+    lr_t = torch.tensor(plan.lr, dtype=torch.float64, device=device)
     noise_std = float(noise_multiplier) * float(clip_norm)
 
     gen = torch.Generator(device=device)
     gen.manual_seed(int(random_state))
 
-    # The factored GLM path saves two passes over the (B, n) gradient block; for
-    # small blocks its extra small operations cost more than that (bench_engine).
-    glm = (isinstance(model, GLMModel)
-           and n_examples * sampling_rate * model.n_weights >= _GLM_PATH_MIN_BLOCK)
+    glm = _use_glm_path(model, n_examples, sampling_rate)
     if glm:
         beta_w = beta_t[: model.n_weights]
         all_sq_norms = ((tensors[0].double() * beta_w) ** 2).sum(1).to(real)
 
-    # Released pairs are buffered in blocks and reduced to the running sums once
-    # per block: two copies per step instead of a dozen small tensor operations.
     block = min(n_steps, 512)
-    buf_phi = torch.empty((block, d), dtype=torch.float64, device=device)
-    buf_grad = torch.empty((block, d), dtype=torch.float64, device=device)
-    sums = torch.zeros((5, d), dtype=torch.float64, device=device)
-    shift = None
-    trace_phi = np.empty((n_steps + 1, d)) if record_trace else None
-    trace_grad = np.empty((n_steps, d)) if record_trace else None
+    recorder = _TraceRecorder(n_steps, burn_in, (), d, block, record_trace, device)
     n_clipped = torch.zeros((), dtype=torch.float64, device=device)
     n_seen = 0
-
-    def flush(start, stop):
-        """Fold the buffered steps start..stop-1 into the statistics."""
-        nonlocal shift
-        rows = slice(0, stop - start)
-        if record_trace:
-            trace_phi[start:stop] = buf_phi[rows].cpu().numpy()
-            trace_grad[start:stop] = buf_grad[rows].cpu().numpy()
-        first = max(start, burn_in)
-        if first >= stop:
-            return
-        if shift is None:
-            shift = buf_phi[first - start].clone()
-        x = buf_phi[first - start: stop - start] - shift
-        g = buf_grad[first - start: stop - start]
-        sums.add_(torch.stack([x.sum(0), (x * x).sum(0), g.sum(0), (g * g).sum(0),
-                               (g * x).sum(0)]))
-
-    progress = None
-    if verbose:
-        from tqdm.auto import tqdm
-
-        progress = tqdm(total=n_steps, desc="DP-SGD", unit="step", mininterval=0.5)
+    progress = _progress_bar(verbose, n_steps)
 
     for start in range(0, n_steps, block):
         stop = min(start + block, n_steps)
-        # Random numbers for the block, in a fixed order: MC draws, then DP noise;
-        # the batches are drawn step by step in between.
-        eps_block = _centred_normal((stop - start, n_mc_samples, n), gen, device)
+        eps_block, batches, noise_block = _draw_block(
+            gen, stop - start, n_mc_samples, n, n_examples, sampling_rate, device)
         eps_real = eps_block.to(real)
-        batches = poisson_subsamples(n_examples, sampling_rate, stop - start, gen, device)
-        noise_block = torch.randn((stop - start, d), generator=gen, dtype=torch.float64,
-                                  device=device)
         for j in range(stop - start):
-            buf_phi[j] = phi
+            recorder.phi[j] = phi
             index = batches[j]
             batch = tuple(a.index_select(0, index) for a in tensors)
             if glm:
@@ -567,37 +638,30 @@ def run_dpvi(
             if return_diagnostics:
                 n_clipped += (norms > clip_norm).sum()
                 n_seen += norms.shape[0]
-            buf_grad[j] = g_tilde
+            recorder.grad[j] = g_tilde
             phi = phi - lr_t * g_tilde
-        flush(start, stop)
+        recorder.flush(start, stop)
         if progress is not None:
             progress.update(stop - start)
     if progress is not None:
         progress.close()
 
-    if record_trace:
-        trace_phi[n_steps] = phi.cpu().numpy()
-    sums = sums.cpu().numpy()
-    trace_stats = TraceStatistics(
-        count=n_steps - burn_in,
-        shift=shift.cpu().numpy(),
-        sum_x=sums[0], sum_xx=sums[1], sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4],
-    )
+    sums, shift = recorder.finish(phi)
     diagnostics = {}
     if return_diagnostics:
         diagnostics["clipped_fraction"] = float(n_clipped) / max(n_seen, 1)
         diagnostics["mean_batch_size"] = n_seen / n_steps
     return DPVIResult(
         phi=phi.cpu().numpy(),
-        stats=trace_stats,
+        stats=_statistics(sums, shift, n_steps - burn_in),
         noise_multiplier=float(noise_multiplier),
         clip_norm=float(clip_norm),
         sampling_rate=float(sampling_rate),
-        preconditioner=beta,
-        learning_rate=lr,
+        preconditioner=plan.beta,
+        learning_rate=plan.lr,
         n_steps=int(n_steps),
         burn_in=int(burn_in),
-        trace_phi=trace_phi,
-        trace_grad=trace_grad,
+        trace_phi=recorder.trace_phi,
+        trace_grad=recorder.trace_grad,
         diagnostics=diagnostics,
     )

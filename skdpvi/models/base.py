@@ -78,12 +78,10 @@ class Model:
     def grad_log_prior_unconstrained(self, theta):
         """Gradient of :meth:`log_prior_unconstrained` at each row of theta (S, n).
 
-        Autograd here; the regression models override it with the closed form.
+        Autograd here (``torch.func``, so that it also runs under ``vmap``); the
+        regression models override it with the closed form.
         """
-        theta = theta.detach().requires_grad_(True)
-        with torch.enable_grad():
-            (grad,) = torch.autograd.grad(self.log_prior_unconstrained(theta).sum(), theta)
-        return grad
+        return torch.func.grad(lambda t: self.log_prior_unconstrained(t).sum())(theta)
 
     def likelihood_gradients(self, theta, eps, *data):
         """Monte Carlo averages of per-example log-likelihood gradients.
@@ -96,7 +94,9 @@ class Model:
         both of shape (B, n_params): everything the engine needs for the per-example
         gradients with respect to the variational mean and scale. This generic
         version uses autograd on a per-example copy of theta; models with a closed
-        form override it (and are tested against this one).
+        form override it (and are tested against this one). It uses ``torch.func``
+        rather than ``torch.autograd``, so it also runs under ``vmap`` (the batched
+        engine).
 
         Parameters
         ----------
@@ -109,13 +109,9 @@ class Model:
         grad_mean, grad_eps : torch.Tensor of shape (B, n_params)
         """
         batch = data[0].shape[0]
-        theta_b = theta.detach().unsqueeze(0).expand(batch, *theta.shape).clone()
-        theta_b.requires_grad_(True)
-        with torch.enable_grad():
-            ll = self.log_likelihood(theta_b, *data)
-            (grad,) = torch.autograd.grad(ll.sum(), theta_b)
-        n_draws = theta.shape[0]
-        return grad.mean(1), torch.einsum("bsn,sn->bn", grad, eps) / n_draws
+        theta_b = theta.unsqueeze(0).expand(batch, *theta.shape).clone()
+        grad = torch.func.grad(lambda t: self.log_likelihood(t, *data).sum())(theta_b)
+        return average_over_draws(grad, eps)
 
 
 class GLMModel(Model):
@@ -124,7 +120,7 @@ class GLMModel(Model):
     For such a model, the likelihood gradient of example i with respect to the
     weights is a scalar residual times the covariate row, ``r_i x_i``, so the
     engine can compute per-example gradient norms and clipped sums without
-    materialising the (B, n) mean-gradient block (see :func:`skdpvi.dpvi.clipped_sum`).
+    materialising the (B, n) mean-gradient block (see :func:`skdpvi.dpvi.glm_clip_and_sum`).
     The remaining ``n_params - n_weights`` parameters (e.g. a noise variance) are
     handled densely. ``prepare_data`` must return ``(X, y)`` with ``X`` of shape
     (B, n_weights).
@@ -157,6 +153,11 @@ class GLMModel(Model):
         r_mean, r_eps, extra_mean, extra_eps = self.glm_gradients(theta, eps, X, y)
         return (torch.cat([r_mean[:, None] * X, extra_mean], 1),
                 torch.cat([r_eps * X, extra_eps], 1))
+
+
+def average_over_draws(grad, eps):
+    """``(mean_s grad[:, s], mean_s grad[:, s] * eps[s])`` of per-draw gradients (B, S, n)."""
+    return grad.mean(1), torch.einsum("bsn,sn->bn", grad, eps) / grad.shape[1]
 
 
 def softplus_inverse(x):

@@ -1,7 +1,10 @@
 """The paper's three exponential-family models (Section 4.2), used in benchmarks.
 
 Their data is a single column ``x`` and their parameters live in constrained spaces:
-a positive rate, a probability and a point of the 3-simplex.
+a positive rate, a probability and a point of the 3-simplex. The gradients of the
+log-likelihood and of the log-prior (with its log-Jacobian) are in closed form,
+tested against autograd; the generic autograd path costs about three times as much
+per DP-SGD step.
 """
 
 import math
@@ -9,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .base import Model
+from .base import Model, average_over_draws
 
 
 class GammaExponentialModel(Model):
@@ -45,6 +48,16 @@ class GammaExponentialModel(Model):
         rate = theta[..., 0]
         return a * math.log(b) - math.lgamma(a) + (a - 1) * torch.log(rate) - b * rate
 
+    def likelihood_gradients(self, theta, eps, x):
+        rate = F.softplus(theta)  # (S, 1)
+        grad = (1 / rate - x[:, None, None]) * torch.sigmoid(theta)  # (B, S, 1)
+        return average_over_draws(grad, eps)
+
+    def grad_log_prior_unconstrained(self, theta):
+        rate = F.softplus(theta)
+        return ((self.prior_shape - 1) / rate - self.prior_rate) * torch.sigmoid(theta) \
+            + torch.sigmoid(-theta)
+
 
 class BetaBernoulliModel(Model):
     """x ~ Bernoulli(p), p ~ Beta(a, b); p = sigmoid(u).
@@ -79,6 +92,16 @@ class BetaBernoulliModel(Model):
         p = theta[..., 0]
         log_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
         return log_norm + (a - 1) * torch.log(p) + (b - 1) * torch.log1p(-p)
+
+    def likelihood_gradients(self, theta, eps, x):
+        sign = (2 * x - 1)[:, None, None]
+        grad = sign * torch.sigmoid(-sign * theta)  # (B, S, 1)
+        return average_over_draws(grad, eps)
+
+    def grad_log_prior_unconstrained(self, theta):
+        # (a - 1) log p + (b - 1) log(1 - p) plus the log-Jacobian log p + log(1 - p)
+        p = torch.sigmoid(theta)
+        return self.prior_a * (1 - p) - self.prior_b * p
 
 
 class DirichletCategoricalModel(Model):
@@ -123,3 +146,15 @@ class DirichletCategoricalModel(Model):
         alpha = torch.tensor(self.prior_alpha, dtype=p.dtype)
         log_norm = math.lgamma(sum(self.prior_alpha)) - sum(math.lgamma(a) for a in self.prior_alpha)
         return log_norm + ((alpha - 1) * torch.log(p)).sum(-1)
+
+    def likelihood_gradients(self, theta, eps, x):
+        p = torch.exp(self._log_probs(theta))[:, :2]  # (S, 2)
+        onehot = (x[:, None] == torch.arange(2, dtype=x.dtype, device=x.device)).to(p.dtype)
+        grad = onehot[:, None, :] - p  # (B, S, 2)
+        return average_over_draws(grad, eps)
+
+    def grad_log_prior_unconstrained(self, theta):
+        # sum_k (alpha_k - 1) log p_k plus the log-Jacobian sum_k log p_k
+        p = torch.exp(self._log_probs(theta))[:, :2]
+        alpha = torch.tensor(self.prior_alpha, dtype=theta.dtype, device=theta.device)
+        return alpha[:2] - alpha.sum() * p

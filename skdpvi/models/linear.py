@@ -91,5 +91,6 @@ class LinearRegressionModel(GLMModel):
         r_w = resid / var  # d ll / d mean
         r_u = (0.5 * resid**2 / var - 0.5) / var * torch.sigmoid(u)  # d ll / d u
         n_draws = theta.shape[0]
-        return (r_w.mean(0), r_w.T @ (eps[:, : self.n_weights] / n_draws),
-                r_u.mean(0)[:, None], r_u.T @ (eps[:, -1:] / n_draws))
+        # (eps^T r)^T, not r^T eps: the same numbers, several times faster in bmm
+        return (r_w.mean(0), ((eps[:, : self.n_weights] / n_draws).T @ r_w).T,
+                r_u.mean(0)[:, None], ((eps[:, -1:] / n_draws).T @ r_u).T)

@@ -1,0 +1,86 @@
+"""The lockstep engine gives every data set the run run_dpvi would give it alone."""
+
+import numpy as np
+import pytest
+
+import skdpvi.dpvi as dpvi
+from skdpvi.datasets import make_dirichlet_categorical, make_nig_linear_regression
+from skdpvi.dpvi import run_dpvi
+from skdpvi.dpvi_batched import run_dpvi_batched
+from skdpvi.models import DirichletCategoricalModel, LinearRegressionModel, LogisticRegressionModel
+
+
+def _logistic_data(seed, n=300):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return X, (X @ [1.0, -2.0, 0.5] + rng.logistic(size=n) > 0).astype(float)
+
+
+CASES = {
+    # dense path, a constrained parameter, clipping active
+    "linear": (LinearRegressionModel(4),
+               [make_nig_linear_regression(300, n_features=4, random_state=k)[:2]
+                for k in range(3)], dict(clip_norm=5.0, preconditioner=50.0)),
+    # generic model with closed-form gradients on a 2-simplex
+    "dirichlet": (DirichletCategoricalModel(),
+                  [(np.asarray(make_dirichlet_categorical(300, random_state=k)[0], float),)
+                   for k in range(3)], dict(clip_norm=2.0, preconditioner=5.0)),
+    "logistic": (LogisticRegressionModel(3), [_logistic_data(k) for k in range(3)],
+                 dict(clip_norm=1.0, preconditioner=30.0)),
+}
+
+
+@pytest.mark.parametrize("glm_path", [False, True], ids=["dense", "glm"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_run_equals_the_single_run_with_its_seed(case, glm_path, monkeypatch):
+    model, datasets, extra = CASES[case]
+    if glm_path and case == "dirichlet":
+        pytest.skip("not a GLM")
+    monkeypatch.setattr(dpvi, "_GLM_PATH_MIN_BLOCK", 0 if glm_path else float("inf"))
+    kwargs = dict(noise_multiplier=1.5, sampling_rate=0.1, n_steps=700, burn_in=150,
+                  learning_rate=1e-3, return_diagnostics=True, record_trace=True, **extra)
+    seeds = [11, 5, 11]  # a repeated seed on a different data set is a different run
+    batched = run_dpvi_batched(model, datasets, random_states=seeds, **kwargs)
+    assert len(batched) == 3
+    for data, seed, got in zip(datasets, seeds, batched):
+        want = run_dpvi(model, data, random_state=seed, **kwargs)
+        # the draws are identical; only float32 summation order differs
+        assert got.diagnostics["mean_batch_size"] == want.diagnostics["mean_batch_size"]
+        assert got.diagnostics["clipped_fraction"] == pytest.approx(
+            want.diagnostics["clipped_fraction"], abs=1e-3)
+        np.testing.assert_allclose(got.trace_phi, want.trace_phi, rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(got.phi, want.phi, rtol=1e-4, atol=1e-6)
+        for name in ("shift", "sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx"):
+            np.testing.assert_allclose(getattr(got.stats, name), getattr(want.stats, name),
+                                       rtol=1e-3, atol=1e-6)
+        assert got.stats.count == want.stats.count
+        np.testing.assert_array_equal(got.preconditioner, want.preconditioner)
+    if case == "linear":
+        assert batched[0].diagnostics["clipped_fraction"] > 0.05  # clipping is exercised
+    assert not np.allclose(batched[0].phi, batched[2].phi)
+
+
+def test_runs_of_different_batch_sizes_keep_their_own_subsamples():
+    """Padding must not leak rows: a tiny sampling rate gives very unequal batches."""
+    model, datasets, _ = CASES["linear"]
+    kwargs = dict(noise_multiplier=1.0, clip_norm=5.0, sampling_rate=0.01, n_steps=300,
+                  burn_in=50, learning_rate=1e-3, preconditioner=50.0,
+                  return_diagnostics=True)
+    batched = run_dpvi_batched(model, datasets, random_states=[1, 2, 3], **kwargs)
+    for data, seed, got in zip(datasets, [1, 2, 3], batched):
+        want = run_dpvi(model, data, random_state=seed, **kwargs)
+        assert got.diagnostics["mean_batch_size"] == want.diagnostics["mean_batch_size"]
+        np.testing.assert_allclose(got.phi, want.phi, rtol=1e-4, atol=1e-6)
+
+
+def test_bad_arguments_are_rejected():
+    model, datasets, _ = CASES["linear"]
+    kwargs = dict(noise_multiplier=1.0, clip_norm=5.0, sampling_rate=0.1, n_steps=10,
+                  burn_in=2)
+    with pytest.raises(ValueError, match="random_states"):
+        run_dpvi_batched(model, datasets, random_states=[1, 2], **kwargs)
+    with pytest.raises(ValueError, match="same number of rows"):
+        run_dpvi_batched(model, [datasets[0], (datasets[1][0][:100], datasets[1][1][:100])],
+                         random_states=[1, 2], **kwargs)
+    with pytest.raises(ValueError, match="at least one"):
+        run_dpvi_batched(model, [], random_states=[], **kwargs)
