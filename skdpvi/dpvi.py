@@ -509,6 +509,30 @@ def _statistics(sums, shift, count):
                            sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4])
 
 
+def _result(phi, sums, shift, plan, trace_phi, trace_grad, clip_counts, *, noise_multiplier,
+            clip_norm, sampling_rate, n_steps, burn_in):
+    """Assemble the DPVIResult of one run; ``clip_counts`` = (clipped, seen) or None."""
+    diagnostics = {}
+    if clip_counts is not None:
+        n_clipped, n_seen = clip_counts
+        diagnostics["clipped_fraction"] = n_clipped / max(n_seen, 1)
+        diagnostics["mean_batch_size"] = n_seen / n_steps
+    return DPVIResult(
+        phi=phi,
+        stats=_statistics(sums, shift, n_steps - burn_in),
+        noise_multiplier=float(noise_multiplier),
+        clip_norm=float(clip_norm),
+        sampling_rate=float(sampling_rate),
+        preconditioner=plan.beta,
+        learning_rate=plan.lr,
+        n_steps=int(n_steps),
+        burn_in=int(burn_in),
+        trace_phi=trace_phi,
+        trace_grad=trace_grad,
+        diagnostics=diagnostics,
+    )
+
+
 def _progress_bar(verbose, n_steps, desc="DP-SGD"):
     if not verbose:
         return None
@@ -647,21 +671,9 @@ def run_dpvi(
         progress.close()
 
     sums, shift = recorder.finish(phi)
-    diagnostics = {}
-    if return_diagnostics:
-        diagnostics["clipped_fraction"] = float(n_clipped) / max(n_seen, 1)
-        diagnostics["mean_batch_size"] = n_seen / n_steps
-    return DPVIResult(
-        phi=phi.cpu().numpy(),
-        stats=_statistics(sums, shift, n_steps - burn_in),
-        noise_multiplier=float(noise_multiplier),
-        clip_norm=float(clip_norm),
-        sampling_rate=float(sampling_rate),
-        preconditioner=plan.beta,
-        learning_rate=plan.lr,
-        n_steps=int(n_steps),
-        burn_in=int(burn_in),
-        trace_phi=recorder.trace_phi,
-        trace_grad=recorder.trace_grad,
-        diagnostics=diagnostics,
+    return _result(
+        phi.cpu().numpy(), sums, shift, plan, recorder.trace_phi, recorder.trace_grad,
+        (float(n_clipped), n_seen) if return_diagnostics else None,
+        noise_multiplier=noise_multiplier, clip_norm=clip_norm, sampling_rate=sampling_rate,
+        n_steps=n_steps, burn_in=burn_in,
     )

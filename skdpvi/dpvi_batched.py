@@ -21,12 +21,11 @@ from torch.func import vmap
 from torch.nn.utils.rnn import pad_sequence
 
 from .dpvi import (
-    DPVIResult,
     _draw_block,
     _prepare_data,
     _progress_bar,
+    _result,
     _schedule,
-    _statistics,
     _TraceRecorder,
     _use_glm_path,
     clip_and_sum,
@@ -207,24 +206,12 @@ return_diagnostics, device, verbose
 
     sums, shift = recorder.finish(phi)
     phi = phi.cpu().numpy()
-    results = []
-    for r in range(n_runs):
-        diagnostics = {}
-        if return_diagnostics:
-            diagnostics["clipped_fraction"] = float(n_clipped[r]) / max(float(n_seen[r]), 1.0)
-            diagnostics["mean_batch_size"] = float(n_seen[r]) / n_steps
-        results.append(DPVIResult(
-            phi=phi[r],
-            stats=_statistics(sums[:, r], shift[r], n_steps - burn_in),
-            noise_multiplier=float(noise_multiplier),
-            clip_norm=float(clip_norm),
-            sampling_rate=float(sampling_rate),
-            preconditioner=plan.beta,
-            learning_rate=plan.lr,
-            n_steps=int(n_steps),
-            burn_in=int(burn_in),
-            trace_phi=None if recorder.trace_phi is None else recorder.trace_phi[:, r],
-            trace_grad=None if recorder.trace_grad is None else recorder.trace_grad[:, r],
-            diagnostics=diagnostics,
-        ))
-    return results
+    return [
+        _result(phi[r], sums[:, r], shift[r], plan,
+                None if recorder.trace_phi is None else recorder.trace_phi[:, r],
+                None if recorder.trace_grad is None else recorder.trace_grad[:, r],
+                (float(n_clipped[r]), float(n_seen[r])) if return_diagnostics else None,
+                noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+                sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in)
+        for r in range(n_runs)
+    ]
