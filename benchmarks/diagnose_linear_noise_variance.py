@@ -6,10 +6,9 @@ for every unconstrained coordinate (a calibrated posterior gives mean 0, sd 1), 
 trace's wander of the coefficient means, and two attempted repairs of the noise-variance
 coordinate u = softplus^-1(sigma^2):
 
-- ``exact_second_order``: exact inference after shifting the u-gradients by the
-  second-order effect of the coefficients' wander, -(1/2) (sigmoid(u) / var)
-  sum_j a_j Var(mu_j), with a_j Var(mu_j) = lambda_j tau_j^2 / (2 kappa) (the stationary
-  variance of the linear-Gaussian gradient model);
+- ``exact_second_order``: exact inference with the u-gradient offset of
+  ``LinearRegressionModel.wander_gradient_offset`` (the second-order effect of the
+  coefficients' stationary wander, ``-(sigmoid(u) / (4 var)) sum_j lr_j tau_j^2``);
 - ``exact, minus wander``: the posterior mean of var minus sum_j Var(mu_j) (unit
   feature second moments, true for this simulator).
 
@@ -19,7 +18,6 @@ Run: python benchmarks/diagnose_linear_noise_variance.py [--epsilon 0.1] [--n-si
 """
 
 import argparse
-import copy
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -54,15 +52,9 @@ def _batch(seeds, epsilon, n_steps, beta_u):
         posts, diag = _post_process(res, MODEL, 0, 1000, ("exact", "emcee"))
         stats = res.stats
         wander = stats.sum_xx / stats.count - (stats.sum_x / stats.count) ** 2
-        shifted = copy.deepcopy(res)
-        s, kappa = shifted.stats, res.sampling_rate
-        u = s.shift[p] + s.sum_x[p] / s.count
-        var, slope = np.logaddexp(0, u), 1 / (1 + np.exp(-u))
-        a_var = (res.learning_rate[:p] * res.noise_std[:p] ** 2 / (2 * kappa)).sum()
-        bias = -(slope / var) * a_var / 2
-        s.sum_g[p] -= s.count * kappa * bias
-        s.sum_gx[p] -= kappa * bias * s.sum_x[p]
-        phi, _ = sample_phi_star(shifted, "exact", 1000, random_state=0)
+        offset = MODEL.wander_gradient_offset(stats.shift + stats.sum_x / stats.count,
+                                              res.learning_rate, res.noise_std)
+        phi, _ = sample_phi_star(res, "exact", 1000, random_state=0, gradient_offset=offset)
         posts["exact_second_order"] = NoiseAwarePosterior(phi, MODEL, "exact")
         row = {"theta_u": posts["exact"].to_unconstrained(theta), "wander": wander,
                "sigma2": float(theta[-1]), "clipped": diag["clipped_fraction"]}

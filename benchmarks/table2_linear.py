@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 import torch
 
-from _common import (fit_all_backends_batched, machine, print_tarp, rmse_floor,
+from _common import (METHODS, fit_all_backends_batched, machine, print_tarp, rmse_floor,
                      run_batched_study, save, tarp_table)
 from skdpvi import DPBayesianLinearRegression
 from skdpvi.datasets import make_nig_linear_regression
@@ -32,7 +32,9 @@ def one_batch(seeds, epsilon, n_steps, n_draws):
     fits = fit_all_backends_batched(MODEL, [(X, y) for X, y, _ in sims],
                                     [s % (2**31 - 16) for s in seeds], epsilon=epsilon,
                                     clip_norm=CLIP, learning_rate_scale=lam_c,
-                                    n_steps=n_steps, n_draws=n_draws)
+                                    n_steps=n_steps, n_draws=n_draws,
+                                    methods=METHODS + ("exact_wander_offset",
+                                                                "exact_wander_scale"))
     out = []
     for seed, (_, _, theta), (posts, diag) in zip(seeds, sims, fits):
         theta_u = posts["exact"].to_unconstrained(theta)

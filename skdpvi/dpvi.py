@@ -101,6 +101,27 @@ class TraceStatistics:
     def dim(self):
         return len(self.shift)
 
+    def with_gradients_shifted(self, offset):
+        """The statistics of the same trace with every released gradient g replaced by g - offset.
+
+        Parameters
+        ----------
+        offset : array-like of shape (d,)
+            A constant per coordinate.
+
+        Returns
+        -------
+        TraceStatistics
+        """
+        o = np.broadcast_to(np.asarray(offset, dtype=float), self.shift.shape)
+        n = self.count
+        return TraceStatistics(
+            count=n, shift=self.shift.copy(), sum_x=self.sum_x.copy(),
+            sum_xx=self.sum_xx.copy(), sum_g=self.sum_g - n * o,
+            sum_gg=self.sum_gg - 2 * o * self.sum_g + n * o * o,
+            sum_gx=self.sum_gx - o * self.sum_x,
+        )
+
     def check_finite(self):
         for name in ("shift", "sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx"):
             if not np.all(np.isfinite(getattr(self, name))):

@@ -394,7 +394,7 @@ def _sample_laplace(gm, n_samples, rng):
 
 def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
                     subsampling_variance=None, hessian_prior_scale=1.0, backend_options=None,
-                    curvature_bias_correction=False):
+                    curvature_bias_correction=False, gradient_offset=None):
     """Draw phi* from the noise-aware posterior of a DPVI run.
 
     Parameters
@@ -415,6 +415,11 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
     curvature_bias_correction : bool, default=False
         Correct the prior mean of the curvature for the small-sample (Kendall) bias
         of the least-squares slope; see the module docstring for when it helps.
+    gradient_offset : array-like of shape (d,), optional
+        A known part ``b`` of the mean released gradient that the linear model does
+        not capture: the model becomes ``E[g_tilde | phi_t] = kappa a (phi_t - phi*) + b``.
+        :meth:`skdpvi.models.LinearRegressionModel.wander_gradient_offset` gives the one
+        of the linear regression's noise variance.
 
     Returns
     -------
@@ -449,8 +454,17 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
     rng = np.random.default_rng(random_state)
     if method == "last_iterate":
         return np.tile(result.phi, (n_samples, 1)), {}
+    stats = result.stats
+    if gradient_offset is not None:
+        offset = np.asarray(gradient_offset, dtype=float)
+        if offset.shape != stats.shift.shape or not np.all(np.isfinite(offset)):
+            raise ValueError(
+                f"gradient_offset must be a finite array of shape {stats.shift.shape}, "
+                f"got shape {offset.shape}."
+            )
+        stats = stats.with_gradients_shifted(offset)
     gm = GradientModel.from_stats(
-        result.stats, result.sampling_rate, result.noise_std,
+        stats, result.sampling_rate, result.noise_std,
         result.learning_rate if curvature_bias_correction else None,
         subsampling_variance, hessian_prior_scale,
     )
