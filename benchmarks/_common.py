@@ -62,9 +62,7 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
         if method == "exact_wander_scale":
             factor = model.wander_variance_factor(res.learning_rate, res.noise_std,
                                                   res.sampling_rate, n_examples)
-            u = model.n_params - 1  # var = softplus(u), scaled by the factor
-            var = np.logaddexp(0.0, phi[:, u]) * factor
-            phi[:, u] = var + np.log(-np.expm1(-var))
+            phi = model.scale_noise_variance(phi, factor)
         posteriors[method] = NoiseAwarePosterior(phi, model, backend)
     return posteriors, res.diagnostics
 

@@ -6,6 +6,11 @@ and preconditioning. TARP in the unconstrained space (softplus-inverse of the no
 variance), with two reference schemes: the authors' (posterior mean +- 4 sd, uniform)
 and draws from the prior. Error bars: bootstrap over simulations.
 
+Rows: "emcee" and "exact" are the paper's post-processing
+(noise_variance_correction="none" in DPBayesianLinearRegression); the estimator's
+default, noise_variance_correction="wander", is the "exact_wander_scale" row (exact
+inference; emcee and exact agree to 0.002 in every cell).
+
 Run: python benchmarks/table2_linear.py --quick            (K=25, T=2000: a minute)
      python benchmarks/table2_linear.py --n-sim 500        (paper scale: about 15 min per epsilon)
 """

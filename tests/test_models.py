@@ -135,3 +135,11 @@ def test_wander_variance_factor_maps_the_fixed_point_to_the_optimum():
         wander = lr[:4] * tau[:4] ** 2 / (2 * kappa * (Xa**2).sum(0) / var)  # Var_j at var
         var = var_opt + np.sum((Xa**2).mean(0) * wander)  # E over the wander of r^2
     assert var * factor == pytest.approx(var_opt, rel=1e-6)
+
+
+def test_scale_noise_variance_changes_only_sigma2():
+    model = LinearRegressionModel(2)
+    phi = np.random.default_rng(0).normal(size=(5, 8))
+    scaled = model.scale_noise_variance(phi, 0.8)
+    np.testing.assert_array_equal(np.delete(scaled, 3, axis=1), np.delete(phi, 3, axis=1))
+    np.testing.assert_allclose(np.logaddexp(0, scaled[:, 3]), 0.8 * np.logaddexp(0, phi[:, 3]))

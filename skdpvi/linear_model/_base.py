@@ -181,6 +181,8 @@ class _BaseDPBayesianRegression(BaseEstimator):
         phi_star, diagnostics = sample_phi_star(
             result, self.inference, int(self.n_posterior_samples), random_state=int(post_seed)
         )
+        if self.inference != "last_iterate":
+            phi_star = self._correct_phi_star(phi_star, model, result, n_samples)
         self.posterior_ = NoiseAwarePosterior(phi_star, model, self.inference)
         self.dpvi_result_ = result
         self.inference_diagnostics_ = diagnostics
@@ -199,6 +201,10 @@ class _BaseDPBayesianRegression(BaseEstimator):
         self.coef_ = theta_mean[:n_features]
         self.intercept_ = float(theta_mean[n_features]) if self.fit_intercept else 0.0
         return theta_mean
+
+    def _correct_phi_star(self, phi_star, model, result, n_samples):
+        """Model-specific correction of the noise-aware draws of phi*; none here."""
+        return phi_star
 
     # ------------------------------------------------------------------- posterior
 

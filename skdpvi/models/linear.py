@@ -156,6 +156,17 @@ class LinearRegressionModel(GLMModel):
         c = np.sum(lr * tau**2) / (2.0 * sampling_rate * n_examples)
         return float(max(1.0 - c, 0.05))
 
+    def scale_noise_variance(self, phi, factor):
+        """Copy of variational parameters ``phi`` (..., 2 n_params) with sigma^2 times ``factor``.
+
+        Only the mean of ``u = softplus^-1(sigma^2)`` changes.
+        """
+        phi = np.array(phi, dtype=float, copy=True)
+        u = self.n_params - 1
+        var = np.logaddexp(0.0, phi[..., u]) * factor
+        phi[..., u] = var + np.log(-np.expm1(-var))
+        return phi
+
     def glm_gradients(self, theta, eps, X, y):
         u = theta[:, -1:]
         var = F.softplus(u)  # (S, 1)
