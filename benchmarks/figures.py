@@ -2,6 +2,7 @@
 
 Run: python benchmarks/figures.py adult    (two DP runs on Adult, about 2 minutes)
      python benchmarks/figures.py tarp     (from benchmarks/results/table2_linear.json)
+     python benchmarks/figures.py tarp-expfam  (from benchmarks/results/table1_expfam.json)
 """
 
 import argparse
@@ -49,31 +50,41 @@ def adult(seed=1):
     print("wrote", path)
 
 
-def tarp():
-    with open(os.path.join(RESULTS_DIR, "table2_linear.json")) as f:
+def _tarp_figure(name, title, image, cell_label="{}"):
+    with open(os.path.join(RESULTS_DIR, name + ".json")) as f:
         data = json.load(f)
     cells = data["cells"]
     fig, axes = plt.subplots(2, len(cells), figsize=(4 * len(cells), 7.5), squeeze=False)
-    for j, (eps, cell) in enumerate(cells.items()):
+    for j, (cell_name, cell) in enumerate(cells.items()):
         for i, scheme in enumerate(("posterior", "prior")):
             ax = axes[i, j]
             for method, row in cell["rows"].items():
                 r = row[scheme]
                 ax.plot(r["credibility"], r["coverage"], label=f"{method} ({r['rmse']:.3f})")
             ax.plot([0, 1], [0, 1], "k--", lw=1)
-            ax.set_title(f"epsilon = {eps}, {scheme} references", fontsize=10)
+            ax.set_title(f"{cell_label.format(cell_name)}, {scheme} references", fontsize=10)
             ax.set_xlabel("credibility level")
             ax.set_ylabel("expected coverage")
             ax.legend(fontsize=7)
-    fig.suptitle(f"10-D linear regression, TARP coverage, K = {data['n_sim']} simulations")
+    fig.suptitle(f"{title}, TARP coverage, K = {data['n_sim']} simulations")
     fig.tight_layout()
-    path = os.path.join(IMAGES, "table2_tarp_coverage.png")
+    path = os.path.join(IMAGES, image)
     fig.savefig(path, dpi=100)
     print("wrote", path)
 
 
+def tarp():
+    _tarp_figure("table2_linear", "10-D linear regression", "table2_tarp_coverage.png",
+                 cell_label="epsilon = {}")
+
+
+def tarp_expfam():
+    _tarp_figure("table1_expfam", "Exponential families, epsilon = 0.1",
+                 "table1_tarp_coverage.png")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("figure", choices=["adult", "tarp"])
+    parser.add_argument("figure", choices=["adult", "tarp", "tarp-expfam"])
     args = parser.parse_args()
-    {"adult": adult, "tarp": tarp}[args.figure]()
+    {"adult": adult, "tarp": tarp, "tarp-expfam": tarp_expfam}[args.figure]()
