@@ -22,7 +22,7 @@ an AR(1) process with coefficient 1 - lambda_i kappa a_i, whose least-squares es
 with an estimated mean is biased by -(1 + 3 rho) / n ~ -4 / n (Kendall 1954), so
 a_hat_i overstates a_i by about 4 / (lambda_i kappa n). On such simulated traces the
 correction raised the coverage of 90 % intervals for slowly relaxing coordinates from
-80-85 % to 88-91 % (``benchmarks/bench_postprocessing.py``). On real problems it can
+80-88 % to 82-93 % (``benchmarks/bench_postprocessing.py``). On real problems it can
 do harm, which is why it is off by default: on UCI Adult (57 coupled parameters) it
 lowered the curvature of 40 % of the mean coordinates to its floor, widened their
 posteriors 1.7 times and doubled the calibration error at epsilon = 1 (0.042 against

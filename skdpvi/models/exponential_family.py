@@ -3,7 +3,7 @@
 Their data is a single column ``x`` and their parameters live in constrained spaces:
 a positive rate, a probability and a point of the 3-simplex. The gradients of the
 log-likelihood and of the log-prior (with its log-Jacobian) are in closed form,
-tested against autograd; the generic autograd path costs about three times as much
+tested against autograd; the generic autograd path costs about four times as much
 per DP-SGD step.
 """
 
