@@ -122,6 +122,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         return 1.0
 
     def _make_model(self, n_features):
+        # validated here, before the private run starts
+        if self.noise_variance_correction not in ("wander", "none"):
+            raise ValueError(
+                "noise_variance_correction must be 'wander' or 'none', got "
+                f"noise_variance_correction={self.noise_variance_correction!r}."
+            )
         for name in ("prior_weight_scale", "prior_noise_shape", "prior_noise_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.floating)) and value > 0):
@@ -131,11 +137,6 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
                                      self.fit_intercept)
 
     def _correct_phi_star(self, phi_star, model, result, n_samples):
-        if self.noise_variance_correction not in ("wander", "none"):
-            raise ValueError(
-                "noise_variance_correction must be 'wander' or 'none', got "
-                f"noise_variance_correction={self.noise_variance_correction!r}."
-            )
         if self.noise_variance_correction == "none":
             return phi_star
         factor = model.wander_variance_factor(result.learning_rate, result.noise_std,
