@@ -4,7 +4,7 @@ One simulation = draw theta from the prior, simulate a data set, run DP-SGD once
 post-process that single run with every backend, so the backends are compared on the
 very same privatised traces. Simulations run in parallel with joblib and are seeded
 from one master seed (identical results whatever n_jobs is). The TARP studies run
-their simulations in batches through the lockstep engine (skdpvi.dpvi_batched), which
+their simulations in batches through the lockstep engine (skdpvi.dpvi.run_dpvi_batched), which
 gives every simulation the run it would get alone, several times faster.
 """
 
@@ -17,8 +17,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from skdpvi.accounting import noise_multiplier
-from skdpvi.dpvi import heuristic_learning_rate, run_dpvi
-from skdpvi.dpvi_batched import run_dpvi_batched
+from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from skdpvi.linear_model._base import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
 from skdpvi.noise_aware import sample_phi_star

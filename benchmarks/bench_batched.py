@@ -18,8 +18,7 @@ import torch
 
 from _common import machine, save
 from skdpvi.datasets import make_gamma_exponential, make_nig_linear_regression
-from skdpvi.dpvi import run_dpvi
-from skdpvi.dpvi_batched import run_dpvi_batched
+from skdpvi.dpvi import run_dpvi, run_dpvi_batched
 from skdpvi.models import GammaExponentialModel, LinearRegressionModel
 
 PROBLEMS = {

@@ -14,7 +14,7 @@ import torch
 torch.set_num_threads(1)
 from _common import _engine_settings, _post_process
 from table1_expfam import MODELS
-from skdpvi.dpvi_batched import run_dpvi_batched
+from skdpvi.dpvi import run_dpvi_batched
 name = sys.argv[1]; K = int(sys.argv[2])
 model, simulate = MODELS[name]
 seeds = list(range(2000, 2000 + K))

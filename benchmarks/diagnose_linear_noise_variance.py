@@ -31,7 +31,7 @@ def _batch(seeds, epsilon, n_steps, beta_u):
     from _common import _engine_settings, _post_process
     from skdpvi import DPBayesianLinearRegression
     from skdpvi.datasets import make_nig_linear_regression
-    from skdpvi.dpvi_batched import run_dpvi_batched
+    from skdpvi.dpvi import run_dpvi_batched
     from skdpvi.noise_aware import sample_phi_star
     from skdpvi.posterior import NoiseAwarePosterior
     from table2_linear import CLIP, MODEL

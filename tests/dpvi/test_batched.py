@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-import skdpvi.dpvi as dpvi
+import skdpvi.dpvi.loop as dpvi
 from skdpvi.datasets import make_dirichlet_categorical, make_nig_linear_regression
-from skdpvi.dpvi import run_dpvi
-from skdpvi.dpvi_batched import run_dpvi_batched
+from skdpvi.dpvi import run_dpvi, run_dpvi_batched
 from skdpvi.models import DirichletCategoricalModel, LinearRegressionModel, LogisticRegressionModel
 
 

@@ -1,0 +1,55 @@
+"""The DPVI engine: DP-SGD on the negative ELBO of a mean-field Gaussian.
+
+One run of :func:`run_dpvi` is the private mechanism. Each step
+
+1. draws a Poisson subsample (every example independently with rate kappa, so the
+   batch size is Binomial(N, kappa) and may be zero),
+2. computes per-example gradients of the negative of the paper's per-example ELBO
+   (A56/A57) with respect to phi = (mu, rho), vectorised over the batch,
+3. multiplies them by the preconditioner beta, clips each to norm C, sums them,
+   adds N(0, (sigma C)^2 I) noise and divides by beta: the released noisy gradient
+   ``g_tilde`` (paper A59),
+4. updates ``phi <- phi - learning_rate * g_tilde`` with ``learning_rate = lambda * beta``.
+
+The variational distribution is q(theta) = N(mu, diag(softplus(rho)^2)): softplus(rho)
+is the *standard deviation*. Only the released pairs (phi_t, g_tilde_{t+1}) after
+burn-in enter the post-processing, through six per-coordinate running sums
+(:class:`TraceStatistics`), so its cost does not grow with T.
+:func:`run_dpvi_batched` runs many data sets in lockstep, each exactly as
+:func:`run_dpvi` would.
+
+One concept per module, in the order of the data flow:
+
+``sampling``    Poisson subsamples, centred Monte Carlo draws, the fixed draw order
+``gradients``   per-example gradients of the negative ELBO
+``mechanism``   clip, sum, add noise, undo the preconditioning
+``schedule``    learning rate, preconditioner, starting point
+``statistics``  running sums of the released pairs
+``result``      what a run releases
+``loop``        one run, and the step loop shared with ``batched``
+``batched``     many runs in lockstep
+"""
+
+from .batched import run_dpvi_batched
+from .gradients import per_example_gradients
+from .loop import run_dpvi
+from .mechanism import clip_and_sum, glm_clip_and_sum, privatize, release
+from .result import DPVIResult
+from .sampling import poisson_subsample, poisson_subsamples
+from .schedule import heuristic_learning_rate
+from .statistics import TraceStatistics
+
+__all__ = [
+    "run_dpvi",
+    "run_dpvi_batched",
+    "heuristic_learning_rate",
+    "DPVIResult",
+    "TraceStatistics",
+    "poisson_subsamples",
+    "poisson_subsample",
+    "clip_and_sum",
+    "glm_clip_and_sum",
+    "privatize",
+    "release",
+    "per_example_gradients",
+]

@@ -1,0 +1,287 @@
+"""One DPVI run (:func:`run_dpvi`), and the DP-SGD loop the lockstep engine shares.
+
+Each step
+
+1. draws a Poisson subsample (:mod:`~skdpvi.dpvi.sampling`),
+2. computes the preconditioned per-example gradients of the negative ELBO
+   (:mod:`~skdpvi.dpvi.gradients`),
+3. clips them, sums them, adds noise and divides by beta (:mod:`~skdpvi.dpvi.mechanism`):
+   the released noisy gradient ``g_tilde``,
+4. updates ``phi <- phi - learning_rate * g_tilde`` (:mod:`~skdpvi.dpvi.schedule`),
+
+and the released pairs (phi_t, g_tilde_{t+1}) after burn-in are folded into running
+sums (:mod:`~skdpvi.dpvi.statistics`). :class:`_Engine` holds all of that for a run,
+or for runs in lockstep (:mod:`~skdpvi.dpvi.batched`), which differ from a single
+run only in how they draw their random numbers and gather their batches.
+"""
+
+import numpy as np
+import torch
+
+from ..models.base import GLMModel
+from .gradients import per_example_gradients
+from .mechanism import clip_and_sum, glm_clip_and_sum, release
+from .result import _result
+from .sampling import _draw_block
+from .schedule import _schedule
+from .statistics import _TraceRecorder
+
+__all__ = ["run_dpvi"]
+
+#: Expected size (batch rows x weights) of the gradient block above which the
+#: factored GLM path (:func:`glm_clip_and_sum`) is faster than the dense one.
+_GLM_PATH_MIN_BLOCK = 20_000
+#: Steps whose random numbers are drawn, and whose released pairs are folded, at once.
+_BLOCK_STEPS = 512
+#: Precision of the data and the per-example gradients (phi and the sums are float64).
+_REAL = torch.float32
+
+
+def _prepare_data(model, data, dtype, device):
+    return model.prepare_data(
+        *(torch.tensor(np.asarray(a), dtype=dtype, device=device) for a in data)
+    )
+
+
+def _use_glm_path(model, n_examples, sampling_rate):
+    # The factored GLM path saves two passes over the (B, n) gradient block; for
+    # small blocks its extra small operations cost more than that (bench_engine).
+    return (isinstance(model, GLMModel)
+            and n_examples * sampling_rate * model.n_weights >= _GLM_PATH_MIN_BLOCK)
+
+
+def _progress_bar(verbose, n_steps, desc="DP-SGD"):
+    if not verbose:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=n_steps, desc=desc, unit="step", mininterval=0.5)
+
+
+def _generator(seed, device):
+    """The torch generator a run draws all its random numbers from."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(seed))
+    return generator
+
+
+class _Engine:
+    """What a DP-SGD run fixes before its first step, and the loop over its steps.
+
+    One engine serves one run (phi of shape (d,)) or R runs in lockstep (phi of
+    shape (R, d)) on data sets of ``n_examples`` rows; the keyword arguments are
+    those of :func:`run_dpvi`.
+    """
+
+    def __init__(self, model, n_examples, device, *, noise_multiplier, clip_norm,
+                 sampling_rate, n_steps, burn_in, learning_rate, learning_rate_scale,
+                 n_mc_samples, preconditioner, init_mean, init_scale, record_trace,
+                 return_diagnostics):
+        self.model = model
+        self.n_examples = n_examples
+        self.device = device
+        self.n_mc_samples = n_mc_samples
+        self.record_trace = record_trace
+        self.return_diagnostics = return_diagnostics
+        #: what every DPVIResult reports
+        self.settings = dict(noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+                             sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in)
+        self.plan = _schedule(model, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+                              n_steps=n_steps, learning_rate=learning_rate,
+                              learning_rate_scale=learning_rate_scale,
+                              preconditioner=preconditioner, init_mean=init_mean,
+                              init_scale=init_scale)
+        self.phi0 = torch.tensor(self.plan.phi0, dtype=torch.float64, device=device)
+        self.beta = torch.tensor(self.plan.beta, dtype=torch.float64, device=device)
+        self.beta_real = self.beta.to(_REAL)
+        self.lr = torch.tensor(self.plan.lr, dtype=torch.float64, device=device)
+        self.noise_std = float(noise_multiplier) * float(clip_norm)
+        self.glm = _use_glm_path(model, n_examples, sampling_rate)
+
+    def columns(self, tensors):
+        """The per-example tensors whose rows a step gathers.
+
+        The prepared data, and on the GLM path ``|beta_w x_i|^2`` of every row last
+        (computed once per fit). Any lead axes of the data (runs) are kept.
+        """
+        if not self.glm:
+            return tensors
+        beta_w = self.beta[: self.model.n_weights]
+        return (*tensors, ((tensors[0].double() * beta_w) ** 2).sum(-1).to(_REAL))
+
+    def draw(self, generator, n_block):
+        """The random numbers of one run's next ``n_block`` steps (see ``_draw_block``)."""
+        return _draw_block(generator, n_block, self.n_mc_samples, self.model.n_params,
+                           self.n_examples, self.settings["sampling_rate"], self.device)
+
+    def clipped_sum(self, phi, eps, weights, *rows):
+        """Clipped sum of one run's preconditioned per-example gradients, and their norms.
+
+        ``rows`` are the batch rows of :meth:`columns`; ``weights`` multiply the
+        clipped rows (None: all count).
+        """
+        clip_norm = self.settings["clip_norm"]
+        if self.glm:
+            *batch, sq_norms = rows
+            return glm_clip_and_sum(self.model, phi.to(_REAL), eps.to(_REAL), tuple(batch),
+                                    self.n_examples, self.beta_real, clip_norm, sq_norms,
+                                    weights=weights)
+        per_example = per_example_gradients(self.model, phi, eps, rows, self.n_examples,
+                                            self.beta_real)
+        return clip_and_sum(per_example, clip_norm, weights=weights)
+
+    def descend(self, phi, draw_block, progress=None):
+        """Run all the steps from ``phi``; return (phi_T, recorder, (n_clipped, n_seen)).
+
+        ``phi`` has shape (*lead, d): lead is () for one run, (R,) for R runs.
+        ``draw_block(n_block)`` draws the random numbers of the next ``n_block`` steps
+        and returns ``(noise, step)``: the standard normal noise (n_block, *lead, d)
+        and ``step(j, phi) -> (clipped_sum, norms, mask)`` for step j of the block,
+        where ``mask`` marks the real rows of ``norms`` (None: all are).
+        """
+        n_steps, clip_norm = self.settings["n_steps"], self.settings["clip_norm"]
+        lead, d = tuple(phi.shape[:-1]), phi.shape[-1]
+        block = min(n_steps, _BLOCK_STEPS)
+        recorder = _TraceRecorder(n_steps, self.settings["burn_in"], lead, d, block,
+                                  self.record_trace, self.device)
+        n_clipped = torch.zeros(lead, dtype=torch.float64, device=self.device)
+        n_seen = torch.zeros(lead, dtype=torch.float64, device=self.device)
+        for start in range(0, n_steps, block):
+            stop = min(start + block, n_steps)
+            noise, step = draw_block(stop - start)
+            for j in range(stop - start):
+                recorder.phi[j] = phi
+                clipped_sum, norms, mask = step(j, phi)
+                g_tilde = release(clipped_sum, self.noise_std, self.beta, noise=noise[j])
+                if self.return_diagnostics:
+                    clipped = norms > clip_norm
+                    if mask is None:
+                        n_clipped += clipped.sum(-1)
+                        n_seen += norms.shape[-1]
+                    else:
+                        n_clipped += (clipped & mask).sum(-1)
+                        n_seen += mask.sum(-1)
+                recorder.grad[j] = g_tilde
+                phi = phi - self.lr * g_tilde
+            recorder.flush(start, stop)
+            if progress is not None:
+                progress.update(stop - start)
+        if progress is not None:
+            progress.close()
+        return phi, recorder, (n_clipped, n_seen)
+
+    def results(self, phi, recorder, counts, runs):
+        """The :class:`DPVIResult` of each run of :meth:`descend`'s output.
+
+        ``runs`` index the lead axes of phi: ``[()]`` for one run,
+        ``[(0,), ..., (R - 1,)]`` for R runs.
+        """
+        sums, shift = recorder.finish(phi)
+        phi = phi.cpu().numpy()
+        n_clipped, n_seen = counts
+        results = []
+        for run in runs:
+            behind = (slice(None), *run)  # the run of an array with a leading step axis
+            results.append(_result(
+                phi[run], sums[behind], shift[run], self.plan,
+                None if recorder.trace_phi is None else recorder.trace_phi[behind],
+                None if recorder.trace_grad is None else recorder.trace_grad[behind],
+                (float(n_clipped[run]), float(n_seen[run])) if self.return_diagnostics
+                else None,
+                **self.settings,
+            ))
+        return results
+
+
+def run_dpvi(
+    model,
+    data,
+    *,
+    noise_multiplier,
+    clip_norm,
+    sampling_rate,
+    n_steps,
+    burn_in,
+    learning_rate=None,
+    learning_rate_scale=None,
+    n_mc_samples=10,
+    preconditioner=None,
+    init_mean=None,
+    init_scale=0.01,
+    random_state=0,
+    record_trace=False,
+    return_diagnostics=False,
+    device="cpu",
+    verbose=0,
+):
+    """Run DP-SGD variational inference and record what NA-DPVI post-processes.
+
+    Parameters
+    ----------
+    model : skdpvi.models.Model
+    data : tuple of array-like
+        Per-example tensors (first axis N), e.g. ``(X, y)``.
+    noise_multiplier : float
+        sigma; the noise added to the clipped sum has std ``sigma * clip_norm``.
+    clip_norm : float
+        C, bound on the norm of every preconditioned per-example gradient.
+    sampling_rate : float
+        Poisson sampling rate kappa.
+    n_steps : int
+        T.
+    burn_in : int
+        Pairs (phi_t, g_tilde_{t+1}) with t >= burn_in enter the statistics.
+    learning_rate : float, optional
+        lambda; defaults to the heuristic of :func:`heuristic_learning_rate`.
+        The step of coordinate i is ``lambda * beta_i``.
+    learning_rate_scale : float, optional
+        lambda_c of the heuristic; defaults to 1.
+    n_mc_samples : int, default=10
+        Monte Carlo draws of theta per step, shared by all examples of the step.
+    preconditioner : float or array-like of shape (d,), optional
+        beta. A float is used for the scale (rho) coordinates, with 1 for the means;
+        defaults to 1 everywhere.
+    init_mean : array-like of shape (n,), optional
+        Initial variational mean (default: ``model.init_mean()`` if defined, else 0).
+        Must not be computed from the private data.
+    init_scale : float, default=0.01
+        Initial standard deviation of q.
+    random_state : int
+        Seed of the torch generator that draws batches, MC samples and noise.
+    record_trace : bool, default=False
+        Keep the full trace and noisy gradients (memory O(T d)).
+    return_diagnostics : bool, default=False
+        Also compute the fraction of clipped per-example gradients. This is a
+        statistic of the private data without noise: never release it.
+    device : str or torch.device, default="cpu"
+    verbose : int, default=0
+        Show a progress bar when > 0.
+
+    Returns
+    -------
+    DPVIResult
+    """
+    device = torch.device(device)
+    tensors = _prepare_data(model, data, _REAL, device)
+    engine = _Engine(
+        model, tensors[0].shape[0], device, noise_multiplier=noise_multiplier,
+        clip_norm=clip_norm, sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
+        learning_rate=learning_rate, learning_rate_scale=learning_rate_scale,
+        n_mc_samples=n_mc_samples, preconditioner=preconditioner, init_mean=init_mean,
+        init_scale=init_scale, record_trace=record_trace, return_diagnostics=return_diagnostics,
+    )
+    columns = engine.columns(tensors)
+    generator = _generator(random_state, device)
+
+    def draw_block(n_block):
+        eps, batches, noise = engine.draw(generator, n_block)
+
+        def step(j, phi):
+            rows = tuple(a.index_select(0, batches[j]) for a in columns)
+            return (*engine.clipped_sum(phi, eps[j], None, *rows), None)
+
+        return noise, step
+
+    phi, recorder, counts = engine.descend(engine.phi0, draw_block,
+                                           _progress_bar(verbose, n_steps))
+    return engine.results(phi, recorder, counts, runs=[()])[0]

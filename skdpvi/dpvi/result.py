@@ -1,0 +1,76 @@
+"""What one DPVI run releases: :class:`DPVIResult`."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .statistics import TraceStatistics, _statistics
+
+__all__ = ["DPVIResult"]
+
+
+@dataclass
+class DPVIResult:
+    """What a DPVI run releases, all of it covered by the privacy guarantee.
+
+    Attributes
+    ----------
+    phi : ndarray of shape (d,)
+        The last iterate phi_T = (mu, rho).
+    stats : TraceStatistics
+        Sufficient statistics of the pairs after burn-in.
+    noise_multiplier, clip_norm, sampling_rate : float
+    preconditioner : ndarray of shape (d,)
+        beta.
+    learning_rate : ndarray of shape (d,)
+        Per-coordinate step size lambda * beta.
+    n_steps, burn_in : int
+    trace_phi, trace_grad : ndarray or None
+        The full trace (T+1, d) and noisy gradients (T, d) if recorded.
+    diagnostics : dict
+        Only filled on request (``return_diagnostics=True``). Holds statistics of the
+        private data computed WITHOUT noise (e.g. the clipped fraction): for
+        simulation and benchmarking only, never to be released.
+    """
+
+    phi: np.ndarray
+    stats: TraceStatistics
+    noise_multiplier: float
+    clip_norm: float
+    sampling_rate: float
+    preconditioner: np.ndarray
+    learning_rate: np.ndarray
+    n_steps: int
+    burn_in: int
+    trace_phi: np.ndarray = None
+    trace_grad: np.ndarray = None
+    diagnostics: dict = field(default_factory=dict)
+
+    @property
+    def noise_std(self):
+        """Standard deviation of the DP noise in each coordinate of g_tilde."""
+        return self.noise_multiplier * self.clip_norm / self.preconditioner
+
+
+def _result(phi, sums, shift, plan, trace_phi, trace_grad, clip_counts, *, noise_multiplier,
+            clip_norm, sampling_rate, n_steps, burn_in):
+    """Assemble the DPVIResult of one run; ``clip_counts`` = (clipped, seen) or None."""
+    diagnostics = {}
+    if clip_counts is not None:
+        n_clipped, n_seen = clip_counts
+        diagnostics["clipped_fraction"] = n_clipped / max(n_seen, 1)
+        diagnostics["mean_batch_size"] = n_seen / n_steps
+    return DPVIResult(
+        phi=phi,
+        stats=_statistics(sums, shift, n_steps - burn_in),
+        noise_multiplier=float(noise_multiplier),
+        clip_norm=float(clip_norm),
+        sampling_rate=float(sampling_rate),
+        preconditioner=plan.beta,
+        learning_rate=plan.lr,
+        n_steps=int(n_steps),
+        burn_in=int(burn_in),
+        trace_phi=trace_phi,
+        trace_grad=trace_grad,
+        diagnostics=diagnostics,
+    )

@@ -1,0 +1,66 @@
+"""Step sizes and starting point of a run, fixed before its first step.
+
+Coordinate i of phi = (mu, rho) steps by ``lambda * beta_i`` times the released
+gradient: lambda is the learning rate (by default the paper's heuristic A58) and beta
+the preconditioner, which also scales the per-example gradients before clipping.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["heuristic_learning_rate"]
+
+
+def heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, dim, scale=None):
+    """The paper's learning-rate heuristic (A58).
+
+    ``sqrt(2) * scale / (noise_multiplier * clip_norm * sqrt(n_steps * dim))`` with
+    ``scale`` (lambda_c) defaulting to 1, the paper's default. Its alternative
+    ``sqrt(dim / 2)`` reduces the rate to ``1 / (noise_multiplier * clip_norm * sqrt(n_steps))``.
+
+    Examples
+    --------
+    >>> heuristic_learning_rate(10.0, 2.0, 10_000, 8, scale=2.0)
+    0.0005
+    """
+    if scale is None:
+        scale = 1.0
+    return math.sqrt(2) * scale / (noise_multiplier * clip_norm * math.sqrt(n_steps * dim))
+
+
+@dataclass
+class _Schedule:
+    """The step sizes and starting point of a run, fixed before it starts."""
+
+    beta: np.ndarray  # preconditioner (d,)
+    lam: float  # learning rate lambda
+    phi0: np.ndarray  # initial (mu, rho)
+
+    @property
+    def lr(self):
+        return self.lam * self.beta
+
+
+def _schedule(model, *, noise_multiplier, clip_norm, n_steps, learning_rate,
+              learning_rate_scale, preconditioner, init_mean, init_scale):
+    """The :class:`_Schedule` of a run with these settings (see :func:`run_dpvi`)."""
+    n = model.n_params
+    d = 2 * n
+    beta = np.ones(d)
+    if preconditioner is not None:
+        pre = np.asarray(preconditioner, dtype=float)
+        if pre.ndim == 0:
+            beta[n:] = float(pre)
+        else:
+            beta = pre.reshape(d).copy()
+    if learning_rate is None:
+        lam = heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, d, learning_rate_scale)
+    else:
+        lam = float(learning_rate)
+    if init_mean is None:
+        init_mean = model.init_mean() if hasattr(model, "init_mean") else np.zeros(n)
+    rho0 = float(np.log(np.expm1(init_scale)))
+    phi0 = np.concatenate([np.asarray(init_mean, float).reshape(n), np.full(n, rho0)])
+    return _Schedule(beta=beta, lam=lam, phi0=phi0)

@@ -1,0 +1,84 @@
+"""One DPVI run (skdpvi.dpvi.loop): reproducibility, statistics, dynamics."""
+
+import math
+
+import numpy as np
+import pytest
+
+from skdpvi.dpvi import TraceStatistics, run_dpvi
+from skdpvi.models import LogisticRegressionModel, Model
+
+
+class GaussianMeanModel(Model):
+    """y ~ N(theta, 1), theta ~ N(0, 10^2): the gradient in mu is linear."""
+
+    param_names = ("mean",)
+
+    def log_likelihood(self, theta, y):
+        return -0.5 * (y[:, None] - theta[..., 0]) ** 2 - 0.5 * math.log(2 * math.pi)
+
+    def log_prior(self, theta):
+        return -0.5 * (theta[..., 0] / 10) ** 2
+
+
+def test_engine_handles_empty_batches_and_is_reproducible():
+    rng = np.random.default_rng(0)
+    y = rng.normal(0.5, 1.0, 20)
+    kwargs = dict(noise_multiplier=1.0, clip_norm=5.0, sampling_rate=0.02, n_steps=300,
+                  burn_in=100, learning_rate=1e-3, random_state=3, return_diagnostics=True)
+    a = run_dpvi(GaussianMeanModel(), (y,), **kwargs)
+    b = run_dpvi(GaussianMeanModel(), (y,), **kwargs)
+    np.testing.assert_array_equal(a.phi, b.phi)
+    np.testing.assert_array_equal(a.stats.sum_gx, b.stats.sum_gx)
+    assert a.diagnostics["mean_batch_size"] == pytest.approx(0.4, abs=0.15)
+    c = run_dpvi(GaussianMeanModel(), (y,), **{**kwargs, "random_state": 4})
+    assert not np.array_equal(a.phi, c.phi)
+
+
+def test_running_statistics_equal_statistics_of_the_recorded_trace():
+    rng = np.random.default_rng(0)
+    y = rng.normal(0.5, 1.0, 200)
+    res = run_dpvi(GaussianMeanModel(), (y,), noise_multiplier=2.0, clip_norm=5.0,
+                   sampling_rate=0.1, n_steps=500, burn_in=100, learning_rate=1e-3,
+                   random_state=0, record_trace=True)
+    ref = TraceStatistics.from_trace(res.trace_phi, res.trace_grad, 100)
+    for name in ("sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx"):
+        np.testing.assert_allclose(getattr(res.stats, name), getattr(ref, name),
+                                   rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(res.trace_phi[-1], res.phi)
+
+
+def test_stationary_variance_matches_the_linear_gaussian_formula():
+    """paper-spec 5.5: Var = (lambda sigma C)^2 / (1 - (1 - lambda kappa a)^2)."""
+    rng = np.random.default_rng(0)
+    n_examples, kappa, clip, sigma = 1000, 0.1, 10.0, 20.0
+    y = rng.normal(0.5, 1.0, n_examples)
+    a = n_examples + 1 / 100  # curvature of the negative ELBO in mu
+    lam = 0.05 / (kappa * a)
+    res = run_dpvi(GaussianMeanModel(), (y,), noise_multiplier=sigma, clip_norm=clip,
+                   sampling_rate=kappa, n_steps=10_000, burn_in=500, learning_rate=lam,
+                   init_mean=[y.mean()], init_scale=0.03, random_state=0, record_trace=True)
+    mu = res.trace_phi[500:, 0]
+    expected = (lam * sigma * clip) ** 2 / (1 - (1 - lam * kappa * a) ** 2)
+    assert mu.var() == pytest.approx(expected, rel=0.2)
+    # and the trace is centred on the optimum (the posterior mean of mu)
+    assert mu.mean() == pytest.approx(y.sum() / a, abs=4 * np.sqrt(expected / 250))
+
+
+def test_engine_gives_the_same_run_on_the_glm_and_the_dense_path(monkeypatch):
+    import skdpvi.dpvi.loop as dpvi
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X @ [1.0, -2.0, 0.5] + rng.logistic(size=400) > 0).astype(float)
+    kwargs = dict(noise_multiplier=2.0, clip_norm=1.0, sampling_rate=0.2, n_steps=60,
+                  burn_in=20, learning_rate=1e-3, preconditioner=30.0, random_state=1,
+                  return_diagnostics=True)
+    runs = {}
+    for name, threshold in (("glm", 0), ("dense", float("inf"))):
+        monkeypatch.setattr(dpvi, "_GLM_PATH_MIN_BLOCK", threshold)
+        runs[name] = run_dpvi(LogisticRegressionModel(3), (X, y), **kwargs)
+    assert runs["glm"].diagnostics["clipped_fraction"] > 0.1  # clipping is exercised
+    np.testing.assert_allclose(runs["glm"].phi, runs["dense"].phi, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(runs["glm"].stats.sum_gx, runs["dense"].stats.sum_gx,
+                               rtol=1e-3, atol=1e-3)

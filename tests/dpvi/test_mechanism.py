@@ -1,0 +1,62 @@
+"""Clipping, noise and the factored GLM path (skdpvi.dpvi.mechanism)."""
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from skdpvi.dpvi import clip_and_sum, glm_clip_and_sum, per_example_gradients, privatize
+from skdpvi.models import LinearRegressionModel, LogisticRegressionModel
+
+
+@pytest.mark.parametrize("model", [LogisticRegressionModel(4), LinearRegressionModel(4)],
+                         ids=["logistic", "linear"])
+def test_factored_glm_clipping_equals_the_dense_path(model):
+    torch.manual_seed(2)
+    x = torch.randn(40, 4, dtype=torch.float64) * torch.logspace(-1, 1, 40)[:, None]
+    y = (torch.randint(0, 2, (40,)) if isinstance(model, LogisticRegressionModel)
+         else torch.randn(40) * 3).double()
+    data = model.prepare_data(x, y)
+    phi = torch.randn(2 * model.n_params, dtype=torch.float64) * 0.3
+    phi[model.n_params:] -= 2
+    eps = torch.randn(10, model.n_params, dtype=torch.float64)
+    beta = torch.linspace(1, 30, 2 * model.n_params, dtype=torch.float64)
+    dense_rows = per_example_gradients(model, phi, eps, data, 500, beta)
+    clip = float(torch.linalg.vector_norm(torch.cat(dense_rows, 1), dim=1).median())
+    dense_sum, dense_norms = clip_and_sum(dense_rows, clip)
+    row_sq = ((data[0] * beta[: model.n_weights]) ** 2).sum(1)
+    glm_sum, glm_norms = glm_clip_and_sum(model, phi, eps, data, 500, beta, clip, row_sq)
+    assert (dense_norms > clip).sum() >= 15  # the clipping is exercised
+    torch.testing.assert_close(glm_norms, dense_norms, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(glm_sum, dense_sum, rtol=1e-9, atol=1e-12)
+
+
+def test_clipped_rows_have_norm_at_most_c_and_small_rows_pass_unchanged():
+    gen = torch.Generator().manual_seed(0)
+    rows = torch.randn(200, 7) * torch.logspace(-2, 2, 200)[:, None]
+    beta = torch.ones(7, dtype=torch.float64)
+    g_tilde, norms = privatize(rows, clip_norm=1.5, noise_std=0.0, preconditioner=beta,
+                               generator=gen)
+    factors = torch.clamp(1.5 / norms, max=1.0)
+    clipped = rows * factors[:, None]
+    assert torch.all(torch.linalg.vector_norm(clipped, dim=1) <= 1.5 + 1e-5)
+    small = norms < 1.5
+    torch.testing.assert_close(clipped[small], rows[small])
+    torch.testing.assert_close(g_tilde, clipped.sum(0).double(), rtol=1e-5, atol=1e-5)
+    # the sum of B clipped rows can never exceed B * C
+    assert torch.linalg.vector_norm(g_tilde) <= 200 * 1.5
+
+
+def test_noise_standard_deviation_is_sigma_c_over_beta():
+    gen = torch.Generator().manual_seed(0)
+    beta = torch.tensor([1.0, 1.0, 50.0], dtype=torch.float64)
+    draws = torch.stack([
+        privatize(torch.zeros(0, 3), 2.0, noise_std=3.0 * 2.0, preconditioner=beta,
+                  generator=gen)[0]
+        for _ in range(20_000)
+    ])
+    expected = 6.0 / beta
+    np.testing.assert_allclose(draws.std(0).numpy(), expected.numpy(), rtol=0.03)
+    np.testing.assert_allclose(draws.mean(0).numpy(), 0.0, atol=4 * 6.0 / np.sqrt(20_000))
+    # Gaussian: KS test of the standardised first coordinate
+    assert stats.kstest(draws[:, 0].numpy() / 6.0, "norm").pvalue > 1e-3

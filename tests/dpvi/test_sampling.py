@@ -1,0 +1,54 @@
+"""Poisson subsamples and centred Monte Carlo draws (skdpvi.dpvi.sampling)."""
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from skdpvi.dpvi import poisson_subsample, poisson_subsamples
+from skdpvi.dpvi.sampling import _centred_normal
+
+
+def test_batch_sizes_follow_binomial():
+    gen = torch.Generator().manual_seed(0)
+    n, q = 60, 0.05  # P(empty batch) = 0.95^60 = 4.6 %
+    sizes = np.array([len(poisson_subsample(n, q, gen)) for _ in range(5000)])
+    assert sizes.mean() == pytest.approx(n * q, rel=0.03)
+    assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.1)
+    assert (sizes == 0).any()  # empty batches happen and are allowed
+    counts = np.bincount(sizes, minlength=20)[:20]
+    expected = stats.binom.pmf(np.arange(20), n, q) * len(sizes)
+    keep = expected > 5
+    chi2 = ((counts[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+    # indices are distinct examples (sampling without replacement)
+    idx = poisson_subsample(n, 0.5, gen)
+    assert len(torch.unique(idx)) == len(idx)
+
+
+@pytest.mark.parametrize("chunk", [None, 3], ids=["default", "tiny-chunks"])
+def test_block_of_subsamples_includes_every_example_with_the_rate(chunk):
+    # many steps drawn at once; tiny chunks force the rows to be continued
+    gen = torch.Generator().manual_seed(1)
+    n, q, steps = 40, 0.2, 4000
+    batches = poisson_subsamples(n, q, steps, gen, chunk=chunk)
+    assert len(batches) == steps
+    member = torch.zeros(steps, n)
+    for t, idx in enumerate(batches):
+        assert torch.all(idx[1:] > idx[:-1]) and (len(idx) == 0 or (0 <= idx[0] and idx[-1] < n))
+        member[t, idx] = 1
+    # every example independently with rate q: marginal rates and no correlation
+    np.testing.assert_allclose(member.mean(0).numpy(), q, atol=4 * np.sqrt(q * (1 - q) / steps))
+    corr = np.corrcoef(member[:, :10].T.numpy())
+    assert np.abs(corr[np.triu_indices(10, 1)]).max() < 0.08
+    sizes = member.sum(1).numpy()
+    assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.1)
+
+
+def test_centred_monte_carlo_draws_sum_to_zero_and_keep_unit_variance():
+    gen = torch.Generator().manual_seed(0)
+    eps = _centred_normal((20_000, 10, 3), gen, "cpu")
+    torch.testing.assert_close(eps.sum(1), torch.zeros(20_000, 3, dtype=torch.float64),
+                               atol=1e-12, rtol=0)
+    assert eps.var().item() == pytest.approx(1.0, rel=0.01)  # each draw is N(0, 1)
+    assert stats.kstest(eps[:, 0, 0].numpy(), "norm").pvalue > 1e-3
