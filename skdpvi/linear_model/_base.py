@@ -1,4 +1,14 @@
-"""Shared machinery of the two estimators: validation, privacy, DPVI, post-processing."""
+"""Shared machinery of the two estimators: validation, privacy, DPVI, post-processing.
+
+:meth:`_BaseDPBayesianRegression._fit` composes the packages in the order of the
+data flow: the accountant's noise multiplier for the budget
+(:mod:`skdpvi.accounting`), one private DP-SGD run on the subclass's model
+(:func:`skdpvi.dpvi.run_dpvi`), the noise-aware draws of phi* from what the run
+released (:mod:`skdpvi.noise_aware`) and the mixture posterior over them
+(:class:`skdpvi.posterior.NoiseAwarePosterior`). A subclass supplies the model
+(``_make_model``), its default clipping norm and learning-rate scale, the targets
+and the predictions.
+"""
 
 import math
 import numbers
@@ -8,10 +18,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..accounting import _check_budget, noise_multiplier
+from ..accounting import DPSGDMechanism, noise_multiplier
+from ..accounting.budget import _check_budget
 from ..dpvi import heuristic_learning_rate, run_dpvi
 from ..noise_aware import INFERENCE_METHODS, sample_phi_star
 from ..posterior import NoiseAwarePosterior
+from ..utils.validation import is_int, is_real
+
 
 def _default_preconditioning(learning_rate, n_steps):
     """beta = 1 / (lambda sqrt(T)): the scale parameters step by 1 / sqrt(T).
@@ -23,14 +36,6 @@ def _default_preconditioning(learning_rate, n_steps):
     next to C.
     """
     return 1.0 / (learning_rate * math.sqrt(n_steps))
-
-
-def _privacy_mechanism(est):
-    """(noise multiplier, sampling rate, steps, delta) of a fitted or unfitted estimator."""
-    if hasattr(est, "noise_multiplier_"):
-        return est.noise_multiplier_, est.sampling_rate, est.n_iter_, est.delta_
-    sigma, _ = noise_multiplier(est.epsilon, est.delta, est.sampling_rate, est.max_iter)
-    return sigma, est.sampling_rate, est.max_iter, est.delta
 
 
 class _BaseDPBayesianRegression(BaseEstimator):
@@ -82,7 +87,7 @@ class _BaseDPBayesianRegression(BaseEstimator):
 
     def _check_params(self, n_samples):
         _check_budget(epsilon=self.epsilon, delta=self.delta, sampling_rate=self.sampling_rate)
-        if not _is_int(self.max_iter) or self.max_iter < 1:
+        if not is_int(self.max_iter) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}.")
         if self.sampling_rate * n_samples < 1:
             raise ValueError(
@@ -97,20 +102,20 @@ class _BaseDPBayesianRegression(BaseEstimator):
                 f"max_iter={self.max_iter} steps for post-processing; at least 2 are needed "
                 "(burn_in must be smaller than max_iter)."
             )
-        if not (self.clip_norm == "auto" or (_is_real(self.clip_norm) and self.clip_norm > 0
+        if not (self.clip_norm == "auto" or (is_real(self.clip_norm) and self.clip_norm > 0
                                              and math.isfinite(self.clip_norm))):
             raise ValueError(f"clip_norm must be 'auto' or a number > 0, got {self.clip_norm!r}.")
         for name in ("learning_rate", "learning_rate_scale", "scale_preconditioning"):
             value = getattr(self, name)
-            if not (value == "auto" or (_is_real(value) and value > 0 and math.isfinite(value))):
+            if not (value == "auto" or (is_real(value) and value > 0 and math.isfinite(value))):
                 raise ValueError(f"{name} must be 'auto' or a number > 0, got {value!r}.")
-        if not _is_int(self.n_mc_samples) or self.n_mc_samples < 1:
+        if not is_int(self.n_mc_samples) or self.n_mc_samples < 1:
             raise ValueError(f"n_mc_samples must be an integer >= 1, got {self.n_mc_samples!r}.")
         if self.inference not in INFERENCE_METHODS:
             raise ValueError(
                 f"inference must be one of {INFERENCE_METHODS}, got inference={self.inference!r}."
             )
-        if not _is_int(self.n_posterior_samples) or self.n_posterior_samples < 1:
+        if not is_int(self.n_posterior_samples) or self.n_posterior_samples < 1:
             raise ValueError(
                 "n_posterior_samples must be an integer >= 1, got "
                 f"{self.n_posterior_samples!r}."
@@ -121,9 +126,9 @@ class _BaseDPBayesianRegression(BaseEstimator):
 
     def _resolve_burn_in(self):
         b = self.burn_in
-        if _is_real(b) and not _is_int(b) and 0 <= b < 1:
+        if is_real(b) and not is_int(b) and 0 <= b < 1:
             return int(b * self.max_iter)
-        if _is_int(b) and 0 <= b:
+        if is_int(b) and 0 <= b:
             if b >= self.max_iter:
                 raise ValueError(
                     f"burn_in={b} must be smaller than max_iter={self.max_iter}."
@@ -206,6 +211,27 @@ class _BaseDPBayesianRegression(BaseEstimator):
         """Model-specific correction of the noise-aware draws of phi*; none here."""
         return phi_star
 
+    # --------------------------------------------------------------------- privacy
+
+    def _dp_mechanism(self):
+        """The DP-SGD mechanism of this estimator's fit, and the delta of its budget.
+
+        Fitted: the mechanism that ran. Unfitted: the one a fit with the current
+        parameters would run, its noise multiplier from the accountant. Through this
+        method :func:`skdpvi.accounting.total_privacy_spent` accounts every candidate
+        of a model search without fitting it.
+
+        Returns
+        -------
+        mechanism : skdpvi.accounting.DPSGDMechanism
+        delta : float
+        """
+        if hasattr(self, "noise_multiplier_"):
+            return (DPSGDMechanism(self.noise_multiplier_, self.sampling_rate, self.n_iter_),
+                    self.delta_)
+        sigma, _ = noise_multiplier(self.epsilon, self.delta, self.sampling_rate, self.max_iter)
+        return DPSGDMechanism(sigma, self.sampling_rate, self.max_iter), self.delta
+
     # ------------------------------------------------------------------- posterior
 
     def sample_posterior(self, n_samples=1000, *, random_state=None, unconstrained=False):
@@ -255,11 +281,3 @@ def _to_seed(random_state):
     if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
         return random_state
     return check_random_state(random_state).randint(0, 2**31 - 1)
-
-
-def _is_int(x):
-    return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _is_real(x):
-    return isinstance(x, (numbers.Real, np.floating)) and not isinstance(x, (bool, np.bool_))

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils import check_random_state
 
 from ..models import LinearRegressionModel
 from ._base import _BaseDPBayesianRegression, _to_seed

@@ -1,0 +1,35 @@
+"""Type checks of user-supplied parameters, shared by the accountant and the estimators.
+
+Both reject booleans, which Python counts as integers: ``max_iter=True`` or
+``epsilon=False`` is a mistake, not a number.
+"""
+
+import numbers
+
+import numpy as np
+
+__all__ = ["is_int", "is_real"]
+
+
+def is_int(x):
+    """Whether ``x`` is an integer (Python or NumPy), and not a boolean.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> is_int(3), is_int(np.int64(3)), is_int(3.0), is_int(True)
+    (True, True, False, False)
+    """
+    return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def is_real(x):
+    """Whether ``x`` is a real number (Python or NumPy, integers included), and not a boolean.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> is_real(0.5), is_real(np.float32(0.5)), is_real(2), is_real("0.5"), is_real(False)
+    (True, True, True, False, False)
+    """
+    return isinstance(x, (numbers.Real, np.floating)) and not isinstance(x, (bool, np.bool_))

@@ -1,0 +1,44 @@
+"""Accounting of fitted estimators and model searches (skdpvi.accounting.api)."""
+
+import pytest
+from sklearn.base import BaseEstimator
+
+from skdpvi.accounting import DPSGDMechanism, compose_epsilon, total_privacy_spent
+
+
+def test_total_privacy_spent_of_fitted_estimators():
+    class Fit:
+        noise_multiplier_, sampling_rate, n_iter_, delta_ = 10.0, 0.1, 1000, 1e-5
+
+    eps, delta = total_privacy_spent([Fit(), Fit()])
+    assert delta == pytest.approx(2e-5)
+    assert eps == pytest.approx(compose_epsilon([(10.0, 0.1, 2000)], 2e-5))
+    with pytest.raises(ValueError, match="not a fitted"):
+        total_privacy_spent([object()])
+
+
+class _Candidate(BaseEstimator):
+    """Describes its mechanism as the skdpvi estimators do, without fitting."""
+
+    def __init__(self, noise=10.0, delta=1e-5):
+        self.noise = noise
+        self.delta = delta
+
+    def _dp_mechanism(self):
+        return DPSGDMechanism(self.noise, 0.1, 1000), self.delta
+
+
+class _Search:
+    """Stands in for a fitted GridSearchCV: two candidates, 3 folds each, a refit."""
+
+    estimator = _Candidate()
+    cv_results_ = {"params": [{"noise": 10.0}, {"noise": 20.0}]}
+    n_splits_ = 3
+    refit = True
+    best_estimator_ = _Candidate(noise=20.0)
+
+
+def test_total_privacy_spent_asks_every_candidate_of_a_search():
+    eps, delta = total_privacy_spent(_Search())
+    assert delta == pytest.approx(7e-5)
+    assert eps == compose_epsilon([(10.0, 0.1, 3000), (20.0, 0.1, 4000)], delta)
