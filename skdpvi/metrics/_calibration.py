@@ -30,11 +30,9 @@ positive class, shape (n,), or a ``predict_proba`` array of shape (n, 2) whose
 column 1 is used.
 """
 
-from numbers import Integral
-
 import numpy as np
 
-from ._tarp import _as_float_array
+from ._validation import _as_float_array, _check_in_unit_interval, _check_int
 
 __all__ = [
     "calibration_curve_quantile",
@@ -86,8 +84,7 @@ def _positive_proba(y_prob):
             "y_prob must have shape (n_samples,) or (n_samples, 2) (predict_proba "
             f"of a binary classifier), got {p.shape}."
         )
-    if np.any((p < 0) | (p > 1)):
-        raise ValueError("y_prob has values outside [0, 1].")
+    _check_in_unit_interval(p, "y_prob has values outside [0, 1].")
     return p
 
 
@@ -99,8 +96,7 @@ def _check_inputs(y_true, y_prob, pos_label, n_bins=None):
             f"y_true and y_prob have different lengths: {y.shape[0]} != {p.shape[0]}."
         )
     if n_bins is not None:
-        if not isinstance(n_bins, Integral) or isinstance(n_bins, bool) or n_bins < 1:
-            raise ValueError(f"n_bins must be a positive int, got {n_bins!r}.")
+        _check_int(n_bins, "n_bins", 1)
         if y.shape[0] < n_bins:
             raise ValueError(
                 f"There are {y.shape[0]} samples, fewer than n_bins={n_bins}."

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._tarp import DEFAULT_ALPHA_GRID, _as_float_array, _check_levels, coverage_rmse
+from ._tarp import DEFAULT_ALPHA_GRID, coverage_rmse
+from ._validation import _as_float_array, _check_levels
 
 __all__ = ["PredictiveCoverageResult", "predictive_coverage", "predictive_coverage_rmse"]
 

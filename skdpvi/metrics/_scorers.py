@@ -26,13 +26,12 @@ not noised. Budget for the whole search, e.g. with
 data and fit once on the private data.
 """
 
-from numbers import Integral
-
 import numpy as np
 from sklearn.metrics import get_scorer as _sklearn_get_scorer
 
 from ._calibration import brier_score_loss, calibration_rmse, expected_calibration_error
 from ._predictive import predictive_coverage_rmse
+from ._validation import _check_int
 
 __all__ = [
     "neg_calibration_rmse_scorer",
@@ -261,9 +260,8 @@ def make_predictive_coverage_scorer(*, n_samples=200, random_state=0, credibilit
     >>> bool(scorer(gp, X, y) <= 0)
     True
     """
-    if not isinstance(n_samples, Integral) or isinstance(n_samples, bool) or n_samples < 2:
-        raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}.")
-    return _PredictiveCoverageScorer(int(n_samples), random_state, credibility)
+    n_samples = _check_int(n_samples, "n_samples", 2)
+    return _PredictiveCoverageScorer(n_samples, random_state, credibility)
 
 
 _default_predictive_scorer = make_predictive_coverage_scorer()

@@ -8,24 +8,16 @@ regions. Simulations are independent and run in parallel with joblib.
 """
 
 from dataclasses import dataclass
-from numbers import Integral
 from typing import Optional
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from ._tarp import (
-    MarginalTarpResult,
-    TarpResult,
-    _as_float_array,
-    _check_n_bootstrap,
-    _credibility_grid,
-    _draw_references,
-    _seed_sequence,
-    marginal_tarp_coverage,
-    tarp_coverage,
-)
+from ._tarp import MarginalTarpResult, TarpResult, marginal_tarp_coverage, tarp_coverage
+from ._tarp.coverage import _credibility_grid
+from ._tarp.references import _draw_references
+from ._validation import _as_float_array, _check_int, _seed_sequence
 
 __all__ = ["TarpStudyResult", "run_tarp_study"]
 
@@ -77,12 +69,6 @@ class TarpStudyResult:
             f"n_draws={n_draws}, n_params={n_params}, "
             f"unconstrained={self.unconstrained})"
         )
-
-
-def _check_positive_int(value, name):
-    if not isinstance(value, Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}.")
-    return int(value)
 
 
 def _int_seed(seed_seq):
@@ -255,8 +241,8 @@ def run_tarp_study(
     >>> bool(study.rmse < 0.06)
     True
     """
-    n_simulations = _check_positive_int(n_simulations, "n_simulations")
-    n_draws = _check_positive_int(n_draws, "n_draws")
+    n_simulations = _check_int(n_simulations, "n_simulations", 1)
+    n_draws = _check_int(n_draws, "n_draws", 1)
     if not callable(simulator):
         raise ValueError("simulator must be a callable rng -> (theta, X, y).")
     n_levels = _credibility_grid(alpha_grid).size
@@ -266,7 +252,7 @@ def run_tarp_study(
             "credibility levels of alpha_grid; run more simulations or pass a "
             "coarser alpha_grid."
         )
-    _check_n_bootstrap(n_bootstrap)
+    _check_int(n_bootstrap, "n_bootstrap", 0)
     prior_in_worker = isinstance(references, str) and references == "prior"
     if prior_in_worker and not callable(prior_sampler):
         raise ValueError(

@@ -1,0 +1,50 @@
+"""Noise-aware post-processing: from the DP-SGD trace to draws of phi*.
+
+The paper's gradient model (eq. 20 / A60), per coordinate i of phi, for the released
+pairs after burn-in::
+
+    g_tilde_{t+1} | phi_t ~ N(kappa * a_i * (phi_t - phi*_i), tau_i^2),   a_i = softplus(v_i)
+
+with data-driven priors on phi*_i and v_i (paper H.3). Given v, phi* is exactly
+Gaussian, so phi* is integrated out and every backend works on the 1-D posterior of
+v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
+
+:mod:`~skdpvi.noise_aware.gradient_model`
+    :class:`GradientModel`: the model, its priors (and the optional curvature bias
+    correction), the collapsed density of v and phi* | v. It reads the trace only
+    through :class:`~skdpvi.dpvi.TraceStatistics` (duck-typed), so the cost does not
+    grow with T.
+:mod:`~skdpvi.noise_aware.backends`
+    One module per inference backend (``exact``, ``emcee``, ``laplace``,
+    ``last_iterate``) and the registry of their names (:func:`register_backend`).
+:mod:`~skdpvi.noise_aware.sampling`
+    :func:`sample_phi_star`: builds the model of a run and draws phi* with the
+    backend named by ``method``.
+
+``INFERENCE_METHODS`` is the tuple of registered backend names, in registration
+order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registered.
+"""
+
+from .backends import CoordinatewiseStretchMove, backend_names, register_backend
+from .gradient_model import GradientModel
+from .sampling import sample_phi_star
+
+__all__ = [
+    "GradientModel",
+    "sample_phi_star",
+    "INFERENCE_METHODS",
+    "CoordinatewiseStretchMove",
+    "register_backend",
+]
+
+
+def __getattr__(name):
+    # INFERENCE_METHODS follows the registry (PEP 562), so a registered backend
+    # shows up in it; modules that import it by name keep the tuple of that moment.
+    if name == "INFERENCE_METHODS":
+        return backend_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), "INFERENCE_METHODS"])

@@ -1,0 +1,90 @@
+"""sample_phi_star: build the gradient model of a DPVI run and draw phi* with a backend."""
+
+import numpy as np
+
+from .backends import get_backend
+from .gradient_model import GradientModel
+
+__all__ = ["sample_phi_star"]
+
+
+def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
+                    subsampling_variance=None, hessian_prior_scale=1.0, backend_options=None,
+                    curvature_bias_correction=False, gradient_offset=None):
+    """Draw phi* from the noise-aware posterior of a DPVI run.
+
+    Parameters
+    ----------
+    result : skdpvi.dpvi.DPVIResult
+    method : {"emcee", "exact", "laplace", "last_iterate"} or str, default="emcee"
+        The inference backend: one of :data:`INFERENCE_METHODS` or another name
+        given to :func:`register_backend`.
+    n_samples : int, default=1000
+        Number M of draws of phi*.
+    random_state : int, numpy Generator or None
+    subsampling_variance : float or ndarray, optional
+        Known diagonal subsampling-noise variance of g_tilde (default 0).
+    hessian_prior_scale : float, default=1.0
+        Multiplies the prior standard deviation of v (the curvature).
+    backend_options : dict, optional
+        Extra arguments of the backend; for "emcee": ``n_walkers`` (32),
+        ``min_ess`` (1000, the effective draws wanted per coordinate) and
+        ``max_steps`` (20,000); for "exact": ``n_grid`` (2001); "last_iterate"
+        ignores them.
+    curvature_bias_correction : bool, default=False
+        Correct the prior mean of the curvature for the small-sample (Kendall) bias
+        of the least-squares slope; see :mod:`skdpvi.noise_aware.gradient_model` for
+        when it helps.
+    gradient_offset : array-like of shape (d,), optional
+        A known part ``b`` of the mean released gradient that the linear model does
+        not capture: the model becomes ``E[g_tilde | phi_t] = kappa a (phi_t - phi*) + b``.
+        :meth:`skdpvi.models.LinearRegressionModel.wander_gradient_offset` gives the one
+        of the linear regression's noise variance.
+
+    Returns
+    -------
+    phi_star : ndarray of shape (n_samples, d)
+    diagnostics : dict
+        Backend diagnostics (emcee: acceptance fraction, autocorrelation time and
+        effective sample size per coordinate).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skdpvi.dpvi import TraceStatistics, DPVIResult
+    >>> rng = np.random.default_rng(0)
+    >>> phi = np.zeros((1001, 2)); g = np.zeros((1000, 2))
+    >>> for t in range(1000):  # a linear-Gaussian DP-SGD with a = 1, phi* = 0.5
+    ...     g[t] = 0.1 * (phi[t] - 0.5) + rng.normal(0, 1.0, 2)
+    ...     phi[t + 1] = phi[t] - 0.05 * g[t]
+    >>> res = DPVIResult(phi=phi[-1], stats=TraceStatistics.from_trace(phi, g, 200),
+    ...                  noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1,
+    ...                  preconditioner=np.ones(2), learning_rate=np.full(2, 0.05),
+    ...                  n_steps=1000, burn_in=200)
+    >>> draws, _ = sample_phi_star(res, "exact", 2000, random_state=0)
+    >>> draws.shape
+    (2000, 2)
+    """
+    backend = get_backend(method)
+    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    rng = np.random.default_rng(random_state)
+    options = backend_options or {}
+    if not backend.needs_model:
+        return backend.sampler(result, n_samples, rng, **options)
+    stats = result.stats
+    if gradient_offset is not None:
+        offset = np.asarray(gradient_offset, dtype=float)
+        if offset.shape != stats.shift.shape or not np.all(np.isfinite(offset)):
+            raise ValueError(
+                f"gradient_offset must be a finite array of shape {stats.shift.shape}, "
+                f"got shape {offset.shape}."
+            )
+        stats = stats.with_gradients_shifted(offset)
+    gm = GradientModel.from_stats(
+        stats, result.sampling_rate, result.noise_std,
+        result.learning_rate if curvature_bias_correction else None,
+        subsampling_variance, hessian_prior_scale,
+    )
+    m, diagnostics = backend.sampler(gm, n_samples, rng, **options)
+    return result.stats.shift + m, diagnostics

@@ -1,0 +1,1 @@
+"""Tests of skdpvi.noise_aware."""
