@@ -9,6 +9,8 @@ import numbers
 
 import numpy as np
 
+from ..utils.validation import is_int, is_real
+
 __all__ = [
     "make_nig_linear_regression",
     "make_gamma_exponential",
@@ -37,13 +39,13 @@ def _check_random_state(random_state):
 
 
 def _check_count(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
 def _check_positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
+    if not is_real(value) or not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
 

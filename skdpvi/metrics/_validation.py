@@ -3,9 +3,9 @@
 Private to :mod:`skdpvi.metrics`; the checks of one metric's own inputs stay with it.
 """
 
-from numbers import Integral
-
 import numpy as np
+
+from ..utils.validation import is_int
 
 _INT_KINDS = {0: "a non-negative int", 1: "a positive int"}
 
@@ -29,7 +29,7 @@ def _seed_sequence(random_state):
         return np.random.SeedSequence(
             random_state.randint(0, 2**32, size=4, dtype=np.uint64).tolist()
         )
-    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
+    if is_int(random_state):
         if random_state < 0:
             raise ValueError(
                 f"random_state must be a non-negative int, got {random_state}."
@@ -56,7 +56,7 @@ def _as_float_array(x, name, ndim=None):
 
 def _check_int(value, name, minimum):
     """``value`` as an int if it is an integer (not a bool) >= ``minimum``."""
-    if not isinstance(value, Integral) or isinstance(value, bool) or value < minimum:
+    if not is_int(value) or value < minimum:
         kind = _INT_KINDS.get(minimum, f"an int >= {minimum}")
         raise ValueError(f"{name} must be {kind}, got {value!r}.")
     return int(value)
