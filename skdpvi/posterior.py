@@ -1,20 +1,23 @@
-"""The noise-aware posterior: a mixture of variational Gaussians (paper eq. 23).
+"""The noise-aware posterior: a mixture over what the DP noise leaves uncertain.
 
-p~(theta | trace) = (1/M) sum_m q(theta; phi*_m), where phi*_m are draws from the
-post-processing posterior and q(theta; phi) = N(mu, diag(softplus(rho)^2)) lives in
-the unconstrained space. The object holds only the draws of phi* (a function of the
-privatised trace) and the model's public definition, so it can be pickled and used
-without the trace or the data.
+The paper's form (eq. 23) is p~(theta | trace) = (1/M) sum_m q(theta; phi*_m), where
+phi*_m are draws from the post-processing posterior of the variational optimum and
+q(theta; phi) = N(mu, diag(softplus(rho)^2)) lives in the unconstrained space
+(:class:`~skdpvi.models.components.MeanFieldComponents`). The default
+post-processing (:func:`skdpvi.noise_aware.statistics_posterior`) gives the same kind
+of mixture over draws of the data statistics, each component the model's posterior
+given them (normal-inverse-gamma, gamma, beta, Dirichlet or Gaussian components of
+:mod:`skdpvi.models.components`). The object holds only the components (functions of
+the privatised trace) and the model's public definition, so it can be pickled and
+used without the trace or the data.
 """
 
 import numpy as np
 import torch
 
+from .models.components import MeanFieldComponents
+
 __all__ = ["NoiseAwarePosterior"]
-
-
-def _softplus(x):
-    return np.logaddexp(0.0, x)
 
 
 class NoiseAwarePosterior:
@@ -22,12 +25,16 @@ class NoiseAwarePosterior:
 
     Parameters
     ----------
-    phi_star : ndarray of shape (M, 2 * n_params)
-        Draws of the variational parameters (mu, rho).
+    phi_star : ndarray of shape (M, 2 * n_params) or None
+        Draws of the variational parameters (mu, rho): the paper's mixture of
+        mean-field Gaussians. None when ``components`` are given.
     model : skdpvi.models.Model
         Supplies the parameter names and the constraining transform.
     method : str
-        The inference backend that produced ``phi_star``.
+        The inference backend that produced the components.
+    components : object, optional
+        Mixture components with ``n_components`` and ``sample(index, rng)`` (see
+        :mod:`skdpvi.models.components`); built from ``phi_star`` when not given.
 
     Examples
     --------
@@ -41,10 +48,22 @@ class NoiseAwarePosterior:
     ('coef[0]', 'intercept')
     """
 
-    def __init__(self, phi_star, model, method):
-        self.phi_star = np.asarray(phi_star, dtype=float)
+    def __init__(self, phi_star, model, method, components=None):
+        if components is None:
+            components = MeanFieldComponents(phi_star)
+        self.components = components
+        self.phi_star = getattr(components, "phi_star", None)
         self.model = model
         self.method = method
+
+    @classmethod
+    def from_components(cls, components, model, method):
+        """A posterior from mixture components (see :mod:`skdpvi.models.components`)."""
+        return cls(None, model, method, components=components)
+
+    @property
+    def n_components(self):
+        return self.components.n_components
 
     @property
     def param_names(self):
@@ -57,13 +76,27 @@ class NoiseAwarePosterior:
 
     @property
     def means(self):
-        """Variational means mu of the mixture components, shape (M, n_params)."""
-        return self.phi_star[:, : self.n_params]
+        """Variational means mu of the mixture components, shape (M, n_params).
+
+        Only for the paper's mixture of mean-field Gaussians (``phi_star`` given).
+        """
+        return self._mean_field().means
 
     @property
     def scales(self):
-        """Variational standard deviations of the components, shape (M, n_params)."""
-        return _softplus(self.phi_star[:, self.n_params:])
+        """Variational standard deviations of the components, shape (M, n_params).
+
+        Only for the paper's mixture of mean-field Gaussians (``phi_star`` given).
+        """
+        return self._mean_field().scales
+
+    def _mean_field(self):
+        if not isinstance(self.components, MeanFieldComponents):
+            raise AttributeError(
+                f"The {self.method!r} posterior is not a mixture of mean-field Gaussians; "
+                "use sample(), mean() or std() instead."
+            )
+        return self.components
 
     def sample(self, n_samples=1000, random_state=None, unconstrained=False):
         """Draw parameters from the mixture.
@@ -83,10 +116,8 @@ class NoiseAwarePosterior:
         if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
         rng = np.random.default_rng(random_state)
-        component = rng.integers(len(self.phi_star), size=n_samples)
-        theta = self.means[component] + self.scales[component] * rng.standard_normal(
-            (n_samples, self.n_params)
-        )
+        component = rng.integers(self.n_components, size=n_samples)
+        theta = self.components.sample(component, rng)
         return theta if unconstrained else self.to_constrained(theta)
 
     def to_constrained(self, theta):
@@ -102,16 +133,16 @@ class NoiseAwarePosterior:
         return out.numpy()
 
     def mean(self, n_samples=20_000, random_state=0, unconstrained=False):
-        """Posterior mean. Exact in the unconstrained space, Monte Carlo otherwise."""
-        if unconstrained:
+        """Posterior mean (Monte Carlo; exact in the unconstrained space for mean-field mixtures)."""
+        if unconstrained and isinstance(self.components, MeanFieldComponents):
             return self.means.mean(0)
-        return self.sample(n_samples, random_state).mean(0)
+        return self.sample(n_samples, random_state, unconstrained).mean(0)
 
     def std(self, n_samples=20_000, random_state=0, unconstrained=False):
-        """Posterior standard deviation (exact unconstrained: law of total variance)."""
-        if unconstrained:
+        """Posterior standard deviation (Monte Carlo; exact unconstrained for mean-field mixtures)."""
+        if unconstrained and isinstance(self.components, MeanFieldComponents):
             return np.sqrt((self.scales**2).mean(0) + self.means.var(0))
-        return self.sample(n_samples, random_state).std(0)
+        return self.sample(n_samples, random_state, unconstrained).std(0)
 
     def quantile(self, q, n_samples=20_000, random_state=0, unconstrained=False):
         """Posterior quantiles by Monte Carlo, shape ``np.shape(q) + (n_params,)``."""
@@ -126,4 +157,4 @@ class NoiseAwarePosterior:
 
     def __repr__(self):
         return (f"NoiseAwarePosterior(n_params={self.n_params}, "
-                f"n_components={len(self.phi_star)}, method={self.method!r})")
+                f"n_components={self.n_components}, method={self.method!r})")

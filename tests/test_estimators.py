@@ -265,20 +265,3 @@ def test_tarp_study_with_the_real_estimator():
     assert 0 <= result.rmse < 0.5
 
 
-def test_noise_variance_correction_scales_only_sigma2(reg_data):
-    X, y = reg_data
-    fits = {mode: DPBayesianLinearRegression(**QUICK, noise_variance_correction=mode,
-                                             random_state=0).fit(X, y)
-            for mode in ("none", "wander")}
-    result = fits["wander"].dpvi_result_
-    factor = fits["wander"].posterior_.model.wander_variance_factor(
-        result.learning_rate, result.noise_std, result.sampling_rate, len(X))
-    assert factor < 1
-    phi_none, phi_wander = fits["none"].posterior_.phi_star, fits["wander"].posterior_.phi_star
-    u = phi_none.shape[1] // 2 - 1  # the mean of softplus^-1(sigma^2)
-    np.testing.assert_allclose(np.logaddexp(0, phi_wander[:, u]),
-                               factor * np.logaddexp(0, phi_none[:, u]))
-    np.testing.assert_array_equal(np.delete(phi_wander, u, 1), np.delete(phi_none, u, 1))
-    assert fits["wander"].noise_variance_ < fits["none"].noise_variance_
-    with pytest.raises(ValueError, match="noise_variance_correction"):
-        DPBayesianLinearRegression(**QUICK, noise_variance_correction="yes").fit(X, y)

@@ -33,7 +33,7 @@ One concept per module, in the order of the data flow:
 from .batched import run_dpvi_batched
 from .gradients import per_example_gradients
 from .loop import run_dpvi
-from .mechanism import clip_and_sum, glm_clip_and_sum, privatize, release
+from .mechanism import clip_and_sum, glm_clip_and_sum, group_clip_norms, privatize, release
 from .result import DPVIResult
 from .sampling import poisson_subsample, poisson_subsamples
 from .schedule import heuristic_learning_rate
@@ -49,6 +49,7 @@ __all__ = [
     "poisson_subsample",
     "clip_and_sum",
     "glm_clip_and_sum",
+    "group_clip_norms",
     "privatize",
     "release",
     "per_example_gradients",

@@ -20,7 +20,7 @@ import torch
 
 from ..models.base import GLMModel
 from .gradients import per_example_gradients
-from .mechanism import clip_and_sum, glm_clip_and_sum, release
+from .mechanism import clip_and_sum, glm_clip_and_sum, group_clip_norms, release
 from .result import _result
 from .sampling import _draw_block
 from .schedule import _schedule
@@ -97,6 +97,8 @@ class _Engine:
         self.lr = torch.tensor(self.plan.lr, dtype=torch.float64, device=device)
         self.noise_std = float(noise_multiplier) * float(clip_norm)
         self.glm = _use_glm_path(model, n_examples, sampling_rate)
+        shares = getattr(model, "clip_shares", None)
+        self.group_norms = None if shares is None else group_clip_norms(clip_norm, shares)
 
     def columns(self, tensors):
         """The per-example tensors whose rows a step gathers.
@@ -125,10 +127,11 @@ class _Engine:
             *batch, sq_norms = rows
             return glm_clip_and_sum(self.model, phi.to(_REAL), eps.to(_REAL), tuple(batch),
                                     self.n_examples, self.beta_real, clip_norm, sq_norms,
-                                    weights=weights)
+                                    weights=weights, group_norms=self.group_norms)
         per_example = per_example_gradients(self.model, phi, eps, rows, self.n_examples,
                                             self.beta_real)
-        return clip_and_sum(per_example, clip_norm, weights=weights)
+        groups = None if self.group_norms is None else (self.model.n_weights, self.group_norms)
+        return clip_and_sum(per_example, clip_norm, weights=weights, groups=groups)
 
     def descend(self, phi, draw_block, progress=None):
         """Run all the steps from ``phi``; return (phi_T, recorder, (n_clipped, n_seen)).

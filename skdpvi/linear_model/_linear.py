@@ -40,21 +40,21 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         See :class:`DPBayesianLogisticRegression`.
     n_mc_samples : int, default=10
     burn_in : float or int, default=0.2
-    inference : {"emcee", "exact", "laplace", "last_iterate"}, default="emcee"
+    inference : {"statistics", "emcee", "exact", "laplace", "last_iterate"}, default="statistics"
+        Post-processing. "statistics" (the default) infers the data statistics
+        (X^T X, X^T y, y^T y) behind the released trace and mixes the exact
+        normal-inverse-gamma posteriors given them
+        (:func:`~skdpvi.noise_aware.statistics_posterior`): calibrated whatever the
+        wander of DP-SGD. The others are the paper's gradient model of phi*
+        (see :class:`DPBayesianLogisticRegression`).
     n_posterior_samples : int, default=1000
+        Mixture components, and draws used for predictions.
     prior_weight_scale : float, default=2.0
         w in coefficients | sigma^2 ~ N(0, w^2 sigma^2); the paper uses w^2 = 4.
     prior_noise_shape : float, default=20.0
     prior_noise_scale : float, default=0.5
         InvGamma(shape, scale) prior of the noise variance (the paper's values).
         Set them to match the scale of your (publicly standardised) target.
-    noise_variance_correction : {"wander", "none"}, default="wander"
-        "wander" scales the noise-aware draws of sigma^2 by
-        :meth:`~skdpvi.models.LinearRegressionModel.wander_variance_factor`: DP-SGD's
-        constant-step wander of the coefficients inflates the residuals, so the noise
-        variance the trace settles at is too high by a known factor (0.93 at
-        epsilon=1 with the defaults, 0.78 at 0.3; see the user guide for when it helps).
-        "none" keeps the paper's post-processing. Not applied to ``inference="last_iterate"``.
     fit_intercept : bool, default=True
     device : str, default="cpu"
     random_state : int, RandomState instance or None, default=None
@@ -96,9 +96,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     def __init__(self, *, epsilon=1.0, delta=1e-5, max_iter=10_000, sampling_rate=0.1,
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
                  scale_preconditioning="auto", n_mc_samples=10, burn_in=0.2,
-                 inference="emcee", n_posterior_samples=1000, prior_weight_scale=2.0,
-                 prior_noise_shape=20.0, prior_noise_scale=0.5,
-                 noise_variance_correction="wander", fit_intercept=True,
+                 inference="statistics", n_posterior_samples=1000, prior_weight_scale=2.0,
+                 prior_noise_shape=20.0, prior_noise_scale=0.5, fit_intercept=True,
                  device="cpu", random_state=None, verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
@@ -112,7 +111,6 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         self.prior_weight_scale = prior_weight_scale
         self.prior_noise_shape = prior_noise_shape
         self.prior_noise_scale = prior_noise_scale
-        self.noise_variance_correction = noise_variance_correction
 
     @staticmethod
     def _default_learning_rate_scale(dim):
@@ -122,11 +120,6 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
 
     def _make_model(self, n_features):
         # validated here, before the private run starts
-        if self.noise_variance_correction not in ("wander", "none"):
-            raise ValueError(
-                "noise_variance_correction must be 'wander' or 'none', got "
-                f"noise_variance_correction={self.noise_variance_correction!r}."
-            )
         for name in ("prior_weight_scale", "prior_noise_shape", "prior_noise_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.floating)) and value > 0):
@@ -134,13 +127,6 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         return LinearRegressionModel(n_features, self.prior_weight_scale,
                                      self.prior_noise_shape, self.prior_noise_scale,
                                      self.fit_intercept)
-
-    def _correct_phi_star(self, phi_star, model, result, n_samples):
-        if self.noise_variance_correction == "none":
-            return phi_star
-        factor = model.wander_variance_factor(result.learning_rate, result.noise_std,
-                                              result.sampling_rate, n_samples)
-        return model.scale_noise_variance(phi_star, factor)
 
     def _default_clip_norm(self, model):
         prior_var = model.noise_scale / max(model.noise_shape - 1.0, 1.0)

@@ -31,6 +31,15 @@ class Model:
         """Public starting point of the variational mean (unconstrained); zeros."""
         return torch.zeros(self.n_params).numpy()
 
+    def data_statistics(self, n_examples):
+        """The expected gradient in statistics of the data (:mod:`skdpvi.models.statistics`).
+
+        Returns a :class:`~skdpvi.models.statistics.DataStatistics` for a data set of
+        ``n_examples`` rows, or None if the model does not define one (then only the
+        paper's gradient-model backends apply).
+        """
+        return None
+
     def prepare_data(self, *data):
         """Turn user data into the tensors the likelihood works on (once per fit).
 

@@ -28,10 +28,12 @@ order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registe
 from .backends import CoordinatewiseStretchMove, backend_names, register_backend
 from .gradient_model import GradientModel
 from .sampling import sample_phi_star
+from .statistics import statistics_posterior
 
 __all__ = [
     "GradientModel",
     "sample_phi_star",
+    "statistics_posterior",
     "INFERENCE_METHODS",
     "CoordinatewiseStretchMove",
     "register_backend",

@@ -38,8 +38,6 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
     gradient_offset : array-like of shape (d,), optional
         A known part ``b`` of the mean released gradient that the linear model does
         not capture: the model becomes ``E[g_tilde | phi_t] = kappa a (phi_t - phi*) + b``.
-        :meth:`skdpvi.models.LinearRegressionModel.wander_gradient_offset` gives the one
-        of the linear regression's noise variance.
 
     Returns
     -------

@@ -1,0 +1,217 @@
+"""The linear regression's expected gradient in (X^T X, X^T y, y^T y), and its posterior.
+
+With q(w_j) = N(mu_j, s_j^2), q(u) = N(mu_u, s_u^2), sigma^2 = softplus(u) and the
+normal-inverse-gamma prior of :class:`~skdpvi.models.LinearRegressionModel`, the
+negative ELBO is, up to a constant,
+
+    L = c0 E[log sigma^2] + E[1 / sigma^2] (Q / 2 + b + (|mu_w|^2 + |s_w|^2) / (2 s2))
+        - E[log sigmoid(u)] - sum_j log s_j
+
+with c0 = N / 2 + a + 1 + p / 2 and
+Q = y^T y - 2 mu_w^T X^T y + mu_w^T X^T X mu_w + sum_j (X^T X)_jj s_j^2, the expected
+residual sum of squares. Every gradient of L is linear in eta = (vech X^T X, X^T y,
+y^T y); the expectations over u are one-dimensional Gauss-Hermite sums.
+
+Given eta, the posterior is normal-inverse-gamma in closed form; the prior predictive
+density of eta (for the importance weights of the noise-aware posterior) follows
+from the OLS decomposition: given X^T X and sigma^2, w_hat = (X^T X)^-1 X^T y ~
+N(w, sigma^2 (X^T X)^-1) and RSS = y^T y - X^T y . w_hat ~ sigma^2 chi^2_{N - p},
+independently, with w ~ N(0, s2 sigma^2 I) and sigma^2 ~ InvGamma(a, b). X^T X gets
+a flat prior (the design's distribution is not part of the model).
+"""
+
+import numpy as np
+
+from ._quadrature import (gaussian_expectation, inverse_softplus_value, log_sigmoid,
+                          log_softplus, sigmoid, softplus)
+from .components import NormalInverseGammaComponents
+from .statistics import DataStatistics, unvech
+
+__all__ = ["LinearRegressionStatistics"]
+
+
+class LinearRegressionStatistics(DataStatistics):
+    """:class:`DataStatistics` of :class:`~skdpvi.models.LinearRegressionModel`.
+
+    Parameters
+    ----------
+    model : LinearRegressionModel
+    n_examples : int
+        N, the number of rows.
+    """
+
+    def __init__(self, model, n_examples):
+        self.model = model
+        self.n_examples = int(n_examples)
+        p = model.n_weights
+        self.p = p
+        self.rows, self.cols = np.tril_indices(p)
+        self.n_vech = len(self.rows)
+        self.n_statistics = self.n_vech + p + 1
+        self.diagonal = np.flatnonzero(self.rows == self.cols)
+        self.off_diagonal = np.flatnonzero(self.rows != self.cols)
+        names = [f"XtX[{i},{k}]" for i, k in zip(self.rows, self.cols)]
+        self.statistic_names = tuple(names + [f"Xty[{j}]" for j in range(p)] + ["yty"])
+
+    # ------------------------------------------------------------------ gradient
+
+    def _parts(self, phi):
+        """The pieces of J and r shared by :meth:`design` and :meth:`normal_equations`."""
+        phi = np.atleast_2d(np.asarray(phi, float))
+        m = self.model
+        p, n_params = self.p, m.n_params
+        s2, a, b = m.weight_scale**2, m.noise_shape, m.noise_scale
+        mu_w, mu_u = phi[:, :p], phi[:, p]
+        rho_w, rho_u = phi[:, n_params:n_params + p], phi[:, n_params + p]
+        s_w, s_u = softplus(rho_w), softplus(rho_u)
+        sig_w, sig_u = sigmoid(rho_w), sigmoid(rho_u)
+        _, e0m, e0s = gaussian_expectation(log_softplus, mu_u, s_u)
+        e1, e1m, e1s = gaussian_expectation(inverse_softplus_value, mu_u, s_u)
+        _, e2m, e2s = gaussian_expectation(log_sigmoid, mu_u, s_u)
+        T, d = phi.shape
+        # dQ / d eta: Q, the expected residual sum of squares, is linear in eta
+        rows, cols, vech = self.rows, self.cols, np.arange(self.n_vech)
+        dQ = np.empty((T, self.n_statistics))
+        dQ[:, vech] = np.where(rows == cols, mu_w[:, rows] ** 2 + s_w[:, rows] ** 2,
+                               2.0 * mu_w[:, rows] * mu_w[:, cols])
+        dQ[:, self.n_vech:self.n_vech + p] = -2.0 * mu_w
+        dQ[:, -1] = 1.0
+        c0 = self.n_examples / 2 + a + 1 + p / 2
+        known = b + ((mu_w**2).sum(1) + (s_w**2).sum(1)) / (2 * s2)
+        r = np.empty((T, d))
+        r[:, :p] = e1[:, None] * mu_w / s2
+        r[:, p] = c0 * e0m + e1m * known - e2m
+        r[:, n_params:n_params + p] = (e1[:, None] * s_w / s2 - 1.0 / s_w) * sig_w
+        r[:, n_params + p] = (c0 * e0s + e1s * known - e2s - 1.0 / s_u) * sig_u
+        return dict(mu_w=mu_w, e1=e1, dQ=dQ, u_mean=0.5 * e1m, u_scale=0.5 * e1s * sig_u,
+                    w_scale=e1[:, None] * s_w * sig_w, r=r)
+
+    def design(self, phi):
+        parts = self._parts(phi)
+        p, n_params = self.p, self.model.n_params
+        mu_w, e1, dQ = parts["mu_w"], parts["e1"], parts["dQ"]
+        T, d = parts["r"].shape
+        J = np.zeros((T, d, self.n_statistics))
+        rows, cols, vech, off = self.rows, self.cols, np.arange(self.n_vech), self.off_diagonal
+        # mean rows of w: E[1/sigma^2] (X^T X mu_w - X^T y) (+ the prior term in r)
+        J[:, rows, vech] += e1[:, None] * mu_w[:, cols]
+        J[:, cols[off], off] += e1[:, None] * mu_w[:, rows[off]]
+        J[:, np.arange(p), self.n_vech + np.arange(p)] = -e1[:, None]
+        J[:, p, :] = parts["u_mean"][:, None] * dQ
+        J[:, n_params + np.arange(p), self.diagonal] = parts["w_scale"]
+        J[:, n_params + p, :] = parts["u_scale"][:, None] * dQ
+        return J, parts["r"]
+
+    def normal_equations(self, phi, target, precision):
+        """As :meth:`DataStatistics.normal_equations`, from cross-products of the trace.
+
+        The mean row of coefficient j is ``E[1/sigma^2] S_j (mu_w, -1)`` for a fixed
+        scatter S_j, so its contribution to ``sum J^T W J`` is
+        ``W_j S_j G S_j^T`` with ``G = sum_t E[1/sigma^2]^2 (mu_w, -1)(mu_w, -1)^T``:
+        (p + 1)^2 numbers instead of a (T d x k) product.
+        """
+        phi = np.atleast_2d(np.asarray(phi, float))
+        p, n_params, k = self.p, self.model.n_params, self.n_statistics
+        parts = self._parts(phi)
+        y = np.asarray(target, float) - parts["r"]
+        P, h = np.zeros((k, k)), np.zeros(k)
+        yy = float(np.einsum("td,d,td->", y, precision, y))
+        # dense rows: the two rows of u
+        for row, coef in ((p, parts["u_mean"]), (n_params + p, parts["u_scale"])):
+            design = coef[:, None] * parts["dQ"]
+            P += precision[row] * design.T @ design
+            h += precision[row] * design.T @ y[:, row]
+        # scale rows of w: one statistic each (the diagonal of X^T X)
+        ws = parts["w_scale"]
+        wy = y[:, n_params:n_params + p]
+        P[self.diagonal, self.diagonal] += precision[n_params:n_params + p] * (ws**2).sum(0)
+        h[self.diagonal] += precision[n_params:n_params + p] * (ws * wy).sum(0)
+        # mean rows of w, through G
+        ext = np.column_stack([parts["mu_w"], -np.ones(len(phi))]) * parts["e1"][:, None]
+        G = ext.T @ ext
+        Gy = ext.T @ y[:, :p]  # (p + 1, p)
+        for j in range(p):
+            index = self._scatter[j]
+            P[np.ix_(index, index)] += precision[j] * G
+            h[index] += precision[j] * Gy[:, j]
+        return P, h, yy
+
+    @property
+    def _scatter(self):
+        """Positions in eta of (XtX[j, 0..p-1], Xty[j]) for each coefficient j."""
+        if "_scatter_cache" not in self.__dict__:
+            lookup = {}
+            for c, (i, k) in enumerate(zip(self.rows, self.cols)):
+                lookup[(i, k)] = lookup[(k, i)] = c
+            self._scatter_cache = [
+                np.array([lookup[(j, k)] for k in range(self.p)] + [self.n_vech + j])
+                for j in range(self.p)
+            ]
+        return self._scatter_cache
+
+    def shrinkage_groups(self):
+        off = self.off_diagonal
+        rows, cols, diagonal = self.rows[off], self.cols[off], self.diagonal
+
+        def scale(eta):
+            d = np.maximum(eta[diagonal], 1e-12)
+            return np.sqrt(d[rows] * d[cols])
+
+        return off, scale
+
+    # ----------------------------------------------------------------- posterior
+
+    def unpack(self, eta):
+        """(X^T X (..., p, p), X^T y (..., p), y^T y (...)) of statistics (..., k)."""
+        eta = np.asarray(eta, float)
+        return (unvech(eta[..., :self.n_vech], self.p),
+                eta[..., self.n_vech:self.n_vech + self.p], eta[..., -1])
+
+    def _ols(self, eta):
+        """Cholesky of X^T X, w_hat and RSS per row; ``ok`` marks usable rows."""
+        XtX, Xty, yty = self.unpack(eta)
+        M, p = len(eta), self.p
+        chol = np.full((M, p, p), np.nan)
+        # positive definite rows first (a batched Cholesky raises for the whole batch)
+        ok = np.linalg.eigvalsh(XtX)[:, 0] > 0
+        if ok.any():
+            chol[ok] = np.linalg.cholesky(XtX[ok])
+        w_hat = np.full((M, p), np.nan)
+        if ok.any():
+            w_hat[ok] = np.linalg.solve(XtX[ok], Xty[ok][..., None])[..., 0]
+        rss = yty - np.einsum("mi,mi->m", Xty, np.nan_to_num(w_hat))
+        ok &= rss > 0
+        return XtX, Xty, chol, w_hat, rss, ok
+
+    def log_prior(self, eta):
+        m = self.model
+        p, s2, a, b = self.p, m.weight_scale**2, m.noise_shape, m.noise_scale
+        k = self.n_examples - p
+        XtX, _, chol, w_hat, rss, ok = self._ols(eta)
+        out = np.full(len(eta), -np.inf)
+        if not ok.any() or k <= 0:
+            return out
+        # w_hat | sigma^2 ~ N(0, sigma^2 (s2 I + XtX^-1)); RSS | sigma^2 ~ sigma^2 chi2_k
+        inv = np.linalg.inv(XtX[ok])
+        cov = s2 * np.eye(p) + inv
+        sign, logdet_cov = np.linalg.slogdet(cov)
+        quad = np.einsum("mi,mi->m", w_hat[ok], np.linalg.solve(cov, w_hat[ok][..., None])[..., 0])
+        shape = a + (p + k) / 2
+        scale = b + (quad + rss[ok]) / 2
+        logdet_xtx = 2 * np.log(np.diagonal(chol[ok], axis1=1, axis2=2)).sum(1)
+        # the Jacobian from (X^T y, y^T y) to (w_hat, RSS) is det(X^T X)
+        out[ok] = (-0.5 * logdet_cov + (k / 2 - 1) * np.log(rss[ok]) - shape * np.log(scale)
+                   - logdet_xtx)
+        return out
+
+    def conditional_posterior(self, eta):
+        m = self.model
+        p, s2, a, b = self.p, m.weight_scale**2, m.noise_shape, m.noise_scale
+        XtX, Xty, yty = self.unpack(eta)
+        precision = XtX + np.eye(p) / s2
+        cov = np.linalg.inv(precision)
+        mean = np.einsum("mij,mj->mi", cov, Xty)
+        scale = b + 0.5 * (yty - np.einsum("mi,mi->m", mean, Xty))
+        chol = np.linalg.cholesky(0.5 * (cov + np.swapaxes(cov, 1, 2)))
+        return NormalInverseGammaComponents(mean, chol, a + self.n_examples / 2,
+                                            np.maximum(scale, 1e-300))

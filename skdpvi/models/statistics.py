@@ -1,0 +1,149 @@
+"""The expected DP-SGD gradient, written in statistics of the data.
+
+For every model of skdpvi, the expected gradient of the negative ELBO at *any*
+variational parameter phi is linear in a short vector eta of statistics of the
+data set, with a design that depends on phi alone::
+
+    E[grad L(phi)] = J(phi) @ eta + r(phi)
+
+- linear regression: eta = (X^T X, X^T y, y^T y), exactly;
+- the exponential families: eta = the sufficient statistic (sum of x, counts), exactly;
+- logistic regression: eta = (Lambda, b) of a quadratic approximation of the
+  negative log-likelihood around the optimum (exact for its mean-field Hessian and
+  gradient there, an approximation away from it).
+
+``r(phi)`` collects what does not depend on the data (prior, log-Jacobian, entropy),
+in closed form. Because the released noisy gradients of DP-SGD are, in expectation,
+``kappa`` times this, a trace of (phi_t, g_t) pairs is a *linear-Gaussian regression*
+for eta whatever the wander of phi_t: the second-order (Jensen) bias that a model
+linear in phi suffers from does not arise. The noise-aware posterior is then the
+mixture, over the posterior of eta, of the model's posterior given eta
+(:mod:`skdpvi.noise_aware.statistics`).
+
+A model exposes this through ``Model.data_statistics(n_examples)``, which returns a
+:class:`DataStatistics`.
+"""
+
+import numpy as np
+
+__all__ = ["DataStatistics"]
+
+
+class DataStatistics:
+    """Interface: the expected gradient in data statistics, and the posterior given them.
+
+    Subclasses set ``n_statistics`` and ``statistic_names`` and implement
+    :meth:`design`, :meth:`log_prior` and :meth:`conditional_posterior`.
+    Everything here is a function of the public model definition and of N, the
+    number of rows, which the engine already treats as public.
+    """
+
+    n_statistics = 0
+    statistic_names = ()
+
+    def design(self, phi):
+        """``J(phi)`` and ``r(phi)`` with ``E[grad L(phi)] = J(phi) @ eta + r(phi)``.
+
+        Parameters
+        ----------
+        phi : ndarray of shape (T, d)
+            Variational parameters (mu, rho), one row per step.
+
+        Returns
+        -------
+        J : ndarray of shape (T, d, n_statistics)
+        r : ndarray of shape (T, d)
+        """
+        raise NotImplementedError
+
+    def normal_equations(self, phi, target, precision):
+        """``sum_t J_t^T W J_t``, ``sum_t J_t^T W y_t`` and ``sum_t y_t^T W y_t``.
+
+        With ``y_t = target_t - r_t``: the Gaussian regression of the released
+        gradients on the statistics, summed over the steps.
+
+        Parameters
+        ----------
+        phi : ndarray of shape (T, d)
+        target : ndarray of shape (T, d)
+            The released gradients divided by the sampling rate.
+        precision : ndarray of shape (d,)
+            W, the inverse noise variance of each coordinate of ``target``.
+
+        Returns
+        -------
+        P : ndarray of shape (n_statistics, n_statistics)
+        h : ndarray of shape (n_statistics,)
+        yy : float
+        """
+        P = np.zeros((self.n_statistics, self.n_statistics))
+        h = np.zeros(self.n_statistics)
+        yy = 0.0
+        for start in range(0, len(phi), 512):
+            J, r = self.design(phi[start:start + 512])
+            y = target[start:start + 512] - r
+            flat = J.reshape(-1, self.n_statistics)
+            weighted = (J * precision[None, :, None]).reshape(-1, self.n_statistics)
+            P += weighted.T @ flat
+            h += weighted.T @ y.reshape(-1)
+            yy += float(np.einsum("td,d,td->", y, precision, y))
+        return P, h, yy
+
+    def shrinkage_groups(self):
+        """Statistics that a Gaussian shrinkage prior may pull towards zero.
+
+        Returns
+        -------
+        index : ndarray of int
+            Positions in eta (e.g. the off-diagonal entries of X^T X).
+        scale : callable
+            ``scale(eta_hat) -> ndarray`` of the same length: the natural scale of
+            each entry (e.g. ``sqrt(XtX_jj XtX_kk)``), which the prior's standard
+            deviation multiplies.
+        """
+        return np.zeros(0, dtype=int), lambda eta: np.zeros(0)
+
+    def log_prior(self, eta):
+        """Log density of eta's prior predictive distribution, up to a constant.
+
+        Parameters
+        ----------
+        eta : ndarray of shape (M, n_statistics)
+
+        Returns
+        -------
+        ndarray of shape (M,)
+            ``-inf`` where eta is impossible (e.g. a negative count).
+        """
+        return np.zeros(len(eta))
+
+    def conditional_posterior(self, eta):
+        """The model's posterior given the statistics, as mixture components.
+
+        Parameters
+        ----------
+        eta : ndarray of shape (M, n_statistics)
+            Valid statistics (:meth:`log_prior` finite).
+
+        Returns
+        -------
+        components
+            An object with ``n_components`` and ``sample(index, rng)`` returning
+            unconstrained parameter draws (len(index), n_params), one from the
+            posterior given ``eta[index[i]]`` for each i.
+        """
+        raise NotImplementedError
+
+
+def vech_indices(p):
+    """Row and column of each entry of the lower triangle of a p x p matrix, in order."""
+    return np.tril_indices(p)
+
+
+def unvech(values, p):
+    """Symmetric matrices (..., p, p) from their lower triangles (..., p (p + 1) / 2)."""
+    rows, cols = np.tril_indices(p)
+    out = np.zeros(values.shape[:-1] + (p, p))
+    out[..., rows, cols] = values
+    out[..., cols, rows] = values
+    return out
