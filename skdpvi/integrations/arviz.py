@@ -268,7 +268,9 @@ def to_inference_data(fitted, *, n_samples=1000, n_chains=4, random_state=0,
                  else [str(j) for j in range(d // 2)])
         return _wrap(xr, arviz, _dpvi_datasets(xr, fitted, names))
     if not hasattr(fitted, "posterior_"):
-        raise ValueError(
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError(
             f"{type(fitted).__name__} is not fitted (it has no posterior_): call fit "
             "first, or pass the DPVIResult of run_dpvi."
         )

@@ -110,7 +110,9 @@ def test_exact_backend_exports_its_draws_of_v(data):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="not fitted"):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError, match="not fitted"):
         to_inference_data(DPBayesianLinearRegression())
 
 
