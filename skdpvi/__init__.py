@@ -10,6 +10,9 @@ Data flow, read top-down:
 ``skdpvi.linear_model`` the scikit-learn estimators
 ``skdpvi.metrics``      TARP coverage, calibration, scorers and simulation studies
 ``skdpvi.datasets``     the bundled UCI Adult data and simulators of the paper's models
+``skdpvi.plotting``     coverage, calibration and credible-interval plots (matplotlib)
+``skdpvi.integrations`` export a fit to ArviZ (``to_inference_data``)
+``skdpvi.exceptions``   ``PrivacyWarning``
 """
 
 __version__ = "0.1.0"

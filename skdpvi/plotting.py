@@ -1,4 +1,4 @@
-"""Plots of coverage and calibration (needs matplotlib: ``pip install skdpvi[plots]``).
+"""Plots of coverage, calibration and credible intervals (needs matplotlib: ``pip install skdpvi[plots]``).
 
 matplotlib is imported only when a plotting function is called, so the rest
 of the package works without it.
@@ -8,7 +8,7 @@ import numpy as np
 
 from .metrics._calibration import calibration_curve_quantile
 
-__all__ = ["plot_coverage", "plot_calibration"]
+__all__ = ["plot_coverage", "plot_calibration", "plot_intervals"]
 
 
 def _get_axes(ax):
@@ -202,5 +202,110 @@ def plot_calibration(y_true, y_prob_or_list, ax=None, n_bins=10, labels=None):
     ax.set_xlabel("Predicted probability")
     ax.set_ylabel("Fraction of positives")
     if any(n is not None for n in names):
+        ax.legend()
+    return ax
+
+
+def plot_intervals(posterior, *, credibility=0.9, params=None, truth=None, ax=None,
+                   label=None, offset=0.0, n_samples=20_000, random_state=0):
+    """Forest plot: the posterior mean and central credible interval of each parameter.
+
+    One row per parameter, named after the posterior's ``param_names``
+    (``coef[age]`` when the estimator was fitted on a DataFrame), the first at
+    the top, with a dot at the mean and a line over the interval, as
+    :func:`arviz.plot_forest`. Call it again on the same axes with another
+    ``offset`` and ``label`` to compare posteriors (e.g. the noise-aware one and
+    the naive last iterate).
+
+    Parameters
+    ----------
+    posterior : NoiseAwarePosterior or fitted estimator
+        Anything with a ``summary(credibility, n_samples=..., random_state=...,
+        as_frame=False)`` method and ``param_names``, or an estimator with such a
+        ``posterior_``.
+    credibility : float, default=0.9
+        Mass of the central intervals.
+    params : sequence of str or int, default=None
+        The parameters to show (names or column indices), in that order;
+        default all.
+    truth : array-like or dict, default=None
+        True values to mark with a cross (simulations): one per shown parameter,
+        or a dict from name to value.
+    ax : matplotlib Axes, default=None
+        Axes to draw on; a new figure is created if None.
+    label : str, default=None
+        Legend label of these intervals.
+    offset : float, default=0.0
+        Vertical shift of the rows (in row units), to place several posteriors
+        side by side.
+    n_samples : int, default=20_000
+    random_state : int, numpy Generator or None, default=0
+        Monte Carlo draws behind the summary.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from skdpvi import NoiseAwarePosterior
+    >>> from skdpvi.models import LogisticRegressionModel
+    >>> from skdpvi.plotting import plot_intervals
+    >>> phi = np.array([[0.5, -1.0, -2.0, -2.0]])
+    >>> post = NoiseAwarePosterior(phi, LogisticRegressionModel(1), "last_iterate",
+    ...                            param_names=["coef[age]", "intercept"])
+    >>> ax = plot_intervals(post, truth={"coef[age]": 0.4})
+    >>> [t.get_text() for t in ax.get_yticklabels()]
+    ['coef[age]', 'intercept']
+    """
+    post = getattr(posterior, "posterior_", posterior)
+    if not (hasattr(post, "summary") and hasattr(post, "param_names")):
+        raise ValueError(
+            "posterior must be a NoiseAwarePosterior or a fitted estimator with a "
+            f"posterior_, got {type(posterior).__name__}."
+        )
+    table = post.summary(credibility, n_samples=n_samples, random_state=random_state,
+                         as_frame=False)
+    names = [str(n) for n in table["param"]]
+    if params is None:
+        index = list(range(len(names)))
+    else:
+        index = []
+        for p in params:
+            if isinstance(p, (int, np.integer)) and not isinstance(p, bool):
+                if not 0 <= p < len(names):
+                    raise ValueError(f"parameter index {p} out of range for {len(names)}.")
+                index.append(int(p))
+            elif str(p) in names:
+                index.append(names.index(str(p)))
+            else:
+                raise ValueError(f"unknown parameter {p!r}; the names are {names}.")
+    lower, upper = table.dtype.names[3], table.dtype.names[4]
+    ax = _get_axes(ax)
+    rows = -np.arange(len(index), dtype=float)  # first parameter at the top
+    y = rows + offset
+    (dots,) = ax.plot(table["mean"][index], y, "o", label=label)
+    ax.hlines(y, table[lower][index], table[upper][index], color=dots.get_color())
+    if truth is not None:
+        if isinstance(truth, dict):
+            shown = [names[i] for i in index]
+            pairs = [(y[k], float(truth[n])) for k, n in enumerate(shown) if n in truth]
+            ty, tx = (np.array(v) for v in zip(*pairs)) if pairs else ([], [])
+        else:
+            tx = np.asarray(truth, dtype=float).ravel()
+            if tx.size != len(index):
+                raise ValueError(
+                    f"truth has {tx.size} values for {len(index)} shown parameters."
+                )
+            ty = y
+        ax.plot(tx, ty, "x", color="k", label="_truth")
+    ax.set_yticks(rows)
+    ax.set_yticklabels([names[i] for i in index])
+    ax.axvline(0.0, color="0.8", linewidth=1, zorder=0)
+    ax.set_xlabel(f"posterior mean and {100 * credibility:.10g}% central credible interval")
+    if label is not None:
         ax.legend()
     return ax

@@ -32,6 +32,10 @@ class NoiseAwarePosterior:
         Supplies the parameter names and the constraining transform.
     method : str
         The inference backend that produced the components.
+    param_names : sequence of str, optional
+        Names of the parameters; default the model's (``coef[0]``, ...). The
+        estimators name the coefficients after ``feature_names_in_`` when X has
+        column names (``coef[age]``).
     components : object, optional
         Mixture components with ``n_components`` and ``sample(index, rng)`` (see
         :mod:`skdpvi.models.components`); built from ``phi_star`` when not given.
@@ -48,18 +52,19 @@ class NoiseAwarePosterior:
     ('coef[0]', 'intercept')
     """
 
-    def __init__(self, phi_star, model, method, components=None):
+    def __init__(self, phi_star, model, method, param_names=None, components=None):
         if components is None:
             components = MeanFieldComponents(phi_star)
         self.components = components
         self.phi_star = getattr(components, "phi_star", None)
         self.model = model
         self.method = method
+        self.param_names = param_names
 
     @classmethod
-    def from_components(cls, components, model, method):
+    def from_components(cls, components, model, method, param_names=None):
         """A posterior from mixture components (see :mod:`skdpvi.models.components`)."""
-        return cls(None, model, method, components=components)
+        return cls(None, model, method, param_names=param_names, components=components)
 
     @property
     def n_components(self):
@@ -67,8 +72,23 @@ class NoiseAwarePosterior:
 
     @property
     def param_names(self):
-        """Names of the constrained parameters, in column order of :meth:`sample`."""
-        return tuple(self.model.param_names)
+        """Names of the constrained parameters, in column order of :meth:`sample`.
+
+        The names given (to the constructor, or by assigning this property), else
+        the model's. Assign None to go back to the model's names.
+        """
+        names = getattr(self, "_param_names", None)  # absent in pickles of 0.1.0
+        return tuple(self.model.param_names) if names is None else names
+
+    @param_names.setter
+    def param_names(self, names):
+        if names is not None:
+            names = tuple(str(n) for n in names)
+            if len(names) != self.n_params:
+                raise ValueError(
+                    f"param_names has {len(names)} names for {self.n_params} parameters."
+                )
+        self._param_names = names
 
     @property
     def n_params(self):
@@ -150,10 +170,82 @@ class NoiseAwarePosterior:
         return np.quantile(draws, q, axis=0)
 
     def interval(self, credibility=0.9, **kwargs):
-        """Central credible interval per parameter: (lower, upper) arrays."""
+        """Central credible interval per parameter: (lower, upper) arrays.
+
+        The arrays follow :attr:`param_names`; :meth:`summary` gives the same
+        intervals in a table with the names, means and standard deviations.
+        """
         alpha = (1 - credibility) / 2
         lo, hi = self.quantile([alpha, 1 - alpha], **kwargs)
         return lo, hi
+
+    def summary(self, credibility=0.9, *, n_samples=20_000, random_state=0,
+                unconstrained=False, as_frame=True):
+        """Posterior mean, standard deviation and central credible interval per parameter.
+
+        A table like :func:`arviz.summary` (without its sampler diagnostics: the
+        draws of the mixture are independent), one row per parameter, indexed by
+        :attr:`param_names`. All columns come from the same Monte Carlo draws, so
+        with the same ``n_samples`` and ``random_state`` they equal :meth:`mean`,
+        :meth:`std` and :meth:`interval` (whose defaults are the same).
+
+        Parameters
+        ----------
+        credibility : float, default=0.9
+            Probability mass of the central interval, in (0, 1).
+        n_samples : int, default=20_000
+            Monte Carlo draws from the mixture.
+        random_state : int, numpy Generator or None, default=0
+        unconstrained : bool, default=False
+            Summarise the parameters in the unconstrained space of the inference.
+        as_frame : bool, default=True
+            Return a :class:`pandas.DataFrame` (needs pandas). With False, a numpy
+            record array with the same columns and a first field ``param``.
+
+        Returns
+        -------
+        DataFrame or numpy.recarray
+            Columns ``mean``, ``sd`` (``ddof=0``) and the two interval bounds,
+            named after their quantiles (``"5%"`` and ``"95%"`` for
+            ``credibility=0.9``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skdpvi.models import LogisticRegressionModel
+        >>> phi = np.array([[0.5, -1.0, -2.0, -2.0]])
+        >>> post = NoiseAwarePosterior(phi, LogisticRegressionModel(1), "last_iterate",
+        ...                            param_names=["coef[age]", "intercept"])
+        >>> table = post.summary(as_frame=False)
+        >>> table.dtype.names
+        ('param', 'mean', 'sd', '5%', '95%')
+        >>> table["param"].tolist()
+        ['coef[age]', 'intercept']
+        """
+        if not (isinstance(credibility, (int, float, np.floating))
+                and 0 < credibility < 1):
+            raise ValueError(f"credibility must be a number in (0, 1), got {credibility!r}.")
+        draws = self.sample(n_samples, random_state, unconstrained)
+        alpha = (1 - credibility) / 2
+        lo, hi = np.quantile(draws, [alpha, 1 - alpha], axis=0)
+        columns = {
+            "mean": draws.mean(0),
+            "sd": draws.std(0),
+            f"{100 * alpha:.10g}%": lo,
+            f"{100 * (1 - alpha):.10g}%": hi,
+        }
+        if not as_frame:
+            return np.rec.fromarrays([np.array(self.param_names), *columns.values()],
+                                     names=["param", *columns])
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError(
+                "NoiseAwarePosterior.summary() returns a pandas DataFrame and needs "
+                "pandas (pip install pandas); summary(as_frame=False) returns a numpy "
+                "record array instead."
+            ) from exc
+        return pd.DataFrame(columns, index=pd.Index(self.param_names, name="param"))
 
     def __repr__(self):
         return (f"NoiseAwarePosterior(n_params={self.n_params}, "

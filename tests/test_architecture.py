@@ -14,20 +14,23 @@ import skdpvi
 ROOT = Path(skdpvi.__file__).resolve().parent
 
 # The data flow, models <- dpvi <- noise_aware <- posterior <- linear_model, with
-# accounting, metrics, datasets and plotting standing apart: each package and the
+# accounting, metrics, datasets, plotting and integrations standing apart: each package and the
 # packages it may import. The top-level skdpvi/__init__.py may import anything;
 # nothing may import it.
 LAYERS = {
     "utils": set(),
+    "exceptions": set(),
     "accounting": {"utils"},
     "models": {"utils"},
     "dpvi": {"models", "utils"},
     "noise_aware": {"dpvi", "models", "utils"},
     "posterior": {"noise_aware", "dpvi", "models", "utils"},
-    "linear_model": {"posterior", "noise_aware", "dpvi", "models", "accounting", "utils"},
+    "linear_model": {"posterior", "noise_aware", "dpvi", "models", "accounting",
+                     "exceptions", "utils"},
     "metrics": {"utils"},
     "datasets": {"utils"},
     "plotting": {"metrics", "utils"},
+    "integrations": {"utils"},
 }
 
 

@@ -223,3 +223,116 @@ def test_dirichlet_categorical_statistics():
 def test_simulators_bad_arguments(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# ------------------------------------------------------ raw Adult and pipelines
+
+
+def test_adult_raw_columns_and_missing_values():
+    pd = pytest.importorskip("pandas")
+    X, y = load_adult(raw=True, as_frame=True, return_X_y=True)
+    assert X.shape == (30162, 14) and list(X.columns) == list(_adult.COLUMNS[:-1])
+    assert X["age"].dtype == np.int64 and X["fnlwgt"].dtype == np.int64
+    assert X.loc[0, "workclass"] == "State-gov" and X.loc[0, "native-country"] == "United-States"
+    assert set(y) == {"<=50K", ">50K"} and (y == ">50K").mean() == pytest.approx(7508 / 30162)
+    assert not X.isna().any().any()
+    full = load_adult(subset="test", raw=True, as_frame=True, drop_missing=False)
+    assert full.frame.shape == (16281, 15) and set(full.target) == {"<=50K", ">50K"}
+    assert full.data["occupation"].isna().sum() > 0  # "?" is NaN, not a category
+    assert not (full.data == "?").any().any()
+    arr, labels = load_adult(raw=True, return_X_y=True)  # numpy: an object array
+    assert arr.dtype == object and arr.shape == (30162, 14) and arr[0, 0] == 39
+    assert isinstance(labels, np.ndarray) and labels[0] == "<=50K"
+    arr[:] = None  # a copy: the cache is untouched
+    assert load_adult(raw=True, return_X_y=True)[0][0, 1] == "State-gov"
+    assert isinstance(pd.DataFrame(arr), pd.DataFrame)
+
+
+def test_adult_public_constants_are_read_only():
+    from skdpvi.datasets import ADULT_CATEGORIES, ADULT_CONTINUOUS_BOUNDS
+
+    assert ADULT_CONTINUOUS_BOUNDS["age"] == (17.0, 90.0)
+    assert ADULT_CATEGORIES["sex"] == ("Female", "Male")
+    assert list(ADULT_CONTINUOUS_BOUNDS) == list(load_adult().feature_names[:5])
+    with pytest.raises(TypeError):
+        ADULT_CONTINUOUS_BOUNDS["age"] = (0.0, 1.0)
+
+
+def _public_adult_preprocessor():
+    """The ColumnTransformer of the user guide ("UCI Adult from raw columns")."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
+
+    from skdpvi.datasets import ADULT_CATEGORIES, ADULT_CONTINUOUS_BOUNDS
+
+    low, high = np.array(list(ADULT_CONTINUOUS_BOUNDS.values())).T
+
+    def scale_with_public_bounds(X):
+        return np.clip((np.asarray(X, dtype=float) - low) / (high - low), 0.0, 1.0)
+
+    return ColumnTransformer(
+        [("continuous", FunctionTransformer(scale_with_public_bounds,
+                                            feature_names_out="one-to-one"),
+          list(ADULT_CONTINUOUS_BOUNDS)),
+         ("categorical", OneHotEncoder(categories=[list(c) for c in ADULT_CATEGORIES.values()],
+                                       handle_unknown="ignore", sparse_output=False),
+          list(ADULT_CATEGORIES))],
+        verbose_feature_names_out=False,
+    )
+
+
+@pytest.mark.parametrize("drop_missing", [True, False])
+def test_public_pipeline_on_raw_adult_reproduces_load_adult(drop_missing):
+    pd = pytest.importorskip("pandas")
+    X_raw = load_adult(subset="test", raw=True, as_frame=True, drop_missing=drop_missing).data
+    pre = _public_adult_preprocessor().set_output(transform="pandas")
+    encoded = pre.fit_transform(X_raw)
+    expected = load_adult(subset="test", as_frame=True, drop_missing=drop_missing).data
+    # adult.names lists "Never-worked"; load_adult drops its column (always 0)
+    # together with the rows with missing values.
+    assert set(encoded.columns) - set(expected.columns) == (
+        {"workclass_Never-worked"} if drop_missing else set())
+    np.testing.assert_array_equal(encoded[expected.columns].to_numpy(), expected.to_numpy())
+    assert isinstance(encoded, pd.DataFrame)
+
+
+def test_frozen_min_max_scaler_from_public_bounds_fits_nothing():
+    """The documented alternative: a MinMaxScaler fitted on the bounds, then frozen."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.preprocessing import MinMaxScaler
+
+    from skdpvi.datasets import ADULT_CONTINUOUS_BOUNDS
+
+    bounds = pd.DataFrame(dict(ADULT_CONTINUOUS_BOUNDS))  # two rows: low, high
+    scaler = FrozenEstimator(MinMaxScaler(clip=True).fit(bounds))
+    pre = ColumnTransformer([("continuous", scaler, list(ADULT_CONTINUOUS_BOUNDS))])
+    X_raw = load_adult(subset="test", raw=True, as_frame=True).data
+    np.testing.assert_allclose(pre.fit_transform(X_raw), load_adult(subset="test").data[:, :5],
+                               atol=1e-12)
+    # refitting the pipeline leaves the public bounds in place
+    np.testing.assert_array_equal(pre.transformers_[0][1].estimator.data_min_,
+                                  [low for low, _ in ADULT_CONTINUOUS_BOUNDS.values()])
+
+
+def test_raw_adult_pipeline_fits_the_private_classifier_with_named_parameters():
+    pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+
+    from skdpvi import DPBayesianLogisticRegression
+
+    X_raw, y = load_adult(subset="test", raw=True, as_frame=True, return_X_y=True)
+    X_raw, y = X_raw.iloc[:3000], y.iloc[:3000]
+    pipe = make_pipeline(
+        _public_adult_preprocessor().set_output(transform="pandas"),
+        DPBayesianLogisticRegression(epsilon=1.0, clip_norm=11.0, max_iter=200,
+                                     inference="exact", n_posterior_samples=200,
+                                     random_state=0),
+    ).fit(X_raw, y)
+    clf = pipe[-1]
+    assert list(clf.classes_) == ["<=50K", ">50K"]
+    assert clf.param_names_[0] == "coef[age]" and clf.param_names_[-1] == "intercept"
+    assert "coef[workclass_Private]" in clf.param_names_ and len(clf.param_names_) == 58
+    assert pipe.predict_proba(X_raw.iloc[:5]).shape == (5, 2)
+    assert set(pipe.predict(X_raw.iloc[:5])) <= {"<=50K", ">50K"}

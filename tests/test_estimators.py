@@ -1,5 +1,6 @@
 import io
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -265,3 +266,58 @@ def test_tarp_study_with_the_real_estimator():
     assert 0 <= result.rmse < 0.5
 
 
+@pytest.mark.parametrize("Est", [DPBayesianLinearRegression, DPBayesianLogisticRegression])
+def test_delta_of_one_over_n_or_more_warns(Est, clf_data, reg_data):
+    from skdpvi.exceptions import PrivacyWarning
+
+    X, y = clf_data if Est is DPBayesianLogisticRegression else reg_data
+    with pytest.warns(PrivacyWarning, match=r"delta=0.5 >= 1 / n_samples = 1/600") as record:
+        est = Est(**{**QUICK, "delta": 0.5}, random_state=0).fit(X, y)
+    assert issubclass(PrivacyWarning, UserWarning)
+    assert "about 300 of these 600 rows" in str(record[0].message)
+    assert record[0].filename == __file__  # points at the caller's fit
+    assert est.delta_ == 0.5  # a warning, not an error
+    # The threshold, checked before the run starts (max_iter=0 then stops the fit,
+    # so that no accountant search is spent on these budgets).
+    with pytest.warns(PrivacyWarning), pytest.raises(ValueError, match="max_iter"):
+        Est(**{**QUICK, "delta": 1 / 600, "max_iter": 0}).fit(X, y)
+    with warnings.catch_warnings(), pytest.raises(ValueError, match="max_iter"):
+        warnings.simplefilter("error", PrivacyWarning)
+        Est(**{**QUICK, "delta": 0.99 / 600, "max_iter": 0}).fit(X, y)
+
+
+def test_parameters_are_named_after_the_features(clf_data, reg_data):
+    pd = pytest.importorskip("pandas")
+    X, y = reg_data
+    frame = pd.DataFrame(X, columns=["age", "hours", "gain"])
+    reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(frame, y)
+    names = ["coef[age]", "coef[hours]", "coef[gain]", "intercept", "noise_variance"]
+    assert list(reg.param_names_) == names
+    assert list(reg.posterior_.param_names) == names
+    table = reg.posterior_.summary()
+    assert list(table.index) == names and list(table.columns) == ["mean", "sd", "5%", "95%"]
+    lo, hi = reg.posterior_.interval(0.9)
+    np.testing.assert_array_equal(table["5%"], lo)
+    np.testing.assert_array_equal(table["95%"], hi)
+    # refitting on an array forgets the names
+    reg.fit(X, y)
+    assert list(reg.param_names_)[:3] == ["coef[0]", "coef[1]", "coef[2]"]
+    assert reg.posterior_.param_names[0] == "coef[0]"
+    clf = DPBayesianLogisticRegression(**QUICK, random_state=0, fit_intercept=False)
+    clf.fit(pd.DataFrame(clf_data[0], columns=["a", "b", "c"]), clf_data[1])
+    assert list(clf.param_names_) == ["coef[a]", "coef[b]", "coef[c]"]
+
+
+def test_verbose_levels_print_accounting_and_post_processing(reg_data, capsys):
+    DPBayesianLinearRegression(**{**QUICK, "inference": "emcee"}, random_state=0,
+                               verbose=1).fit(*reg_data)
+    out = capsys.readouterr().out
+    assert "[skdpvi] accounting: noise multiplier sigma=" in out
+    assert "certified epsilon=" in out
+    assert "[skdpvi] post-processing: inference='emcee'" in out
+    assert "effective_sample_size" not in out
+    DPBayesianLinearRegression(**{**QUICK, "inference": "emcee"}, random_state=0,
+                               verbose=2).fit(*reg_data)
+    out = capsys.readouterr().out
+    assert "[skdpvi] DP-SGD: 300 steps" in out and "clip norm" in out
+    assert "effective_sample_size: min" in out and "acceptance_fraction" in out

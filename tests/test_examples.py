@@ -45,6 +45,19 @@ EXPECTED = {
         ],
         "plots": ["grid_search_privacy.png"],
     },
+    "arviz_export.py": {
+        "lines": [
+            "raw UCI Adult:",
+            "[skdpvi] accounting: noise multiplier sigma=",
+            "[skdpvi] post-processing: inference='emcee'",
+            "coef[age]",
+            "coef[sex_Male] - coef[sex_Female]: mean",
+            "InferenceData groups: posterior, post_processing",
+            "post-processing chains (emcee, 32 walkers): ESS bulk min",
+            "plot saved to",
+        ],
+        "plots": ["arviz_export_intervals.png", "arviz_export_trace.png"],
+    },
     "tarp_study.py": {
         "lines": [
             "joint TARP coverage RMSE",

@@ -62,3 +62,37 @@ def test_plot_calibration(plt):
     assert [line.get_label() for line in ax.lines[:2]] == ["a", "b"]
     with pytest.raises(ValueError, match="labels"):
         plot_calibration(y[0], p[0], labels=["a", "b"])
+
+
+def test_plot_intervals_names_rows_after_the_parameters(plt):
+    from skdpvi import NoiseAwarePosterior
+    from skdpvi.models import LinearRegressionModel
+    from skdpvi.plotting import plot_intervals
+
+    rng = np.random.default_rng(0)
+    phi = np.column_stack([rng.normal([0.5, -1.0, 0.1], 0.05, (40, 3)), np.full((40, 3), -2.0)])
+    post = NoiseAwarePosterior(phi, LinearRegressionModel(1), "exact",
+                               param_names=["coef[age]", "intercept", "noise_variance"])
+    ax = plot_intervals(post, truth=[0.5, -1.0], params=["coef[age]", 1], label="noise-aware")
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["coef[age]", "intercept"]
+    table = post.summary(as_frame=False)
+    dots = ax.lines[0]
+    np.testing.assert_allclose(dots.get_xdata(), table["mean"][:2])
+    np.testing.assert_allclose(dots.get_ydata(), [0, -1])  # first parameter on top
+    segments = ax.collections[0].get_segments()
+    np.testing.assert_allclose([s[:, 0] for s in segments],
+                               np.column_stack([table["5%"][:2], table["95%"][:2]]))
+    np.testing.assert_allclose(ax.lines[1].get_xdata(), [0.5, -1.0])  # the truth
+    assert ax.get_legend().get_texts()[0].get_text() == "noise-aware"
+    # a second posterior on the same axes, shifted; an estimator-like object works
+    class Fitted:
+        posterior_ = post
+
+    plot_intervals(Fitted(), ax=ax, offset=0.2, truth={"intercept": -1.0})
+    np.testing.assert_allclose(ax.lines[3].get_ydata(), [0.2, -0.8, -1.8])
+    with pytest.raises(ValueError, match="unknown parameter"):
+        plot_intervals(post, params=["coef[0]"])
+    with pytest.raises(ValueError, match="truth has 1 values"):
+        plot_intervals(post, truth=[0.5])
+    with pytest.raises(ValueError, match="NoiseAwarePosterior"):
+        plot_intervals(object())

@@ -4,11 +4,12 @@ import csv
 import functools
 import gzip
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 from sklearn.utils import Bunch
 
-__all__ = ["load_adult"]
+__all__ = ["load_adult", "ADULT_CONTINUOUS_BOUNDS", "ADULT_CATEGORIES"]
 
 _DATA_DIR = Path(__file__).resolve().parent / "data"
 _FILES = {"train": "adult.data.gz", "test": "adult.test.gz"}
@@ -64,6 +65,14 @@ CATEGORIES = {
     "race": ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"),
     "sex": ("Female", "Male"),
 }
+
+# The public, read-only views (see their entries in doc/api.rst).
+ADULT_CONTINUOUS_BOUNDS = MappingProxyType(CONTINUOUS_BOUNDS)
+ADULT_CATEGORIES = MappingProxyType(CATEGORIES)
+
+#: The integer columns of the raw data (all others are strings).
+_RAW_NUMERIC = ("age", "fnlwgt", "education-num", "capital-gain", "capital-loss",
+                "hours-per-week")
 
 TARGET_NAMES = ("<=50K", ">50K")
 _MISSING = "?"
@@ -135,6 +144,50 @@ def _encode(filename, drop_missing):
     return X, y
 
 
+@functools.lru_cache(maxsize=None)
+def _raw(filename, drop_missing):
+    """The raw split: ({column: read-only array}, labels), "?" as NaN (cached).
+
+    Integer columns are int64 (float64 cannot occur: they have no missing
+    values); string columns are object arrays with NaN for a missing value.
+    """
+    rows = _read_raw(filename)
+    if drop_missing:
+        rows = [r for r in rows if _MISSING not in r]
+    columns = dict(zip(COLUMNS, zip(*rows)))
+    out = {}
+    for name in COLUMNS[:-1]:
+        if name in _RAW_NUMERIC:
+            arr = np.asarray(columns[name], dtype=np.int64)
+        else:
+            arr = np.array([np.nan if v == _MISSING else v for v in columns[name]],
+                           dtype=object)
+        arr.flags.writeable = False
+        out[name] = arr
+    labels = np.array([v.rstrip(".") for v in columns["income"]], dtype=object)
+    if not set(labels) <= set(TARGET_NAMES):
+        raise ValueError(f"Unexpected income labels in {filename}: {set(labels)}")
+    labels.flags.writeable = False
+    return out, labels
+
+
+def _load_raw(splits, drop_missing, as_frame):
+    parts = [_raw(_FILES[s], drop_missing) for s in splits]
+    features = list(COLUMNS[:-1])
+    columns = {c: np.concatenate([p[0][c] for p in parts]) for c in features}
+    y = np.concatenate([p[1] for p in parts])
+    if not as_frame:
+        X = np.empty((len(y), len(features)), dtype=object)
+        for j, c in enumerate(features):
+            X[:, j] = columns[c]
+        return X, y, features, None
+    import pandas as pd
+
+    frame = pd.DataFrame(columns)
+    frame["income"] = y
+    return frame[features], frame["income"], features, frame
+
+
 DESCR = """\
 UCI Adult (Census Income) data set
 ----------------------------------
@@ -157,13 +210,19 @@ Preprocessing (NA-DPVI paper, Appendix H.6):
 Result: 56 features (5 continuous + 51 one-hot) with the default
 ``drop_missing=True``; 57 with ``drop_missing=False``.
 
+With ``raw=True`` the 14 original columns are returned unprocessed
+(integers and strings, "?" as NaN) and the target is the income label; the
+public bounds and category lists used above are
+``skdpvi.datasets.ADULT_CONTINUOUS_BOUNDS`` and ``ADULT_CATEGORIES``.
+
 Becker, B. & Kohavi, R. (1996). Adult. UCI Machine Learning Repository.
 https://doi.org/10.24432/C5XW20. Licence: CC BY 4.0.
 """
 
 
-def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing=True):
-    """Load the preprocessed UCI Adult data set (bundled with the package).
+def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing=True,
+               raw=False):
+    """Load the UCI Adult data set (bundled with the package), preprocessed or raw.
 
     The data are read from gzip copies shipped in ``skdpvi/datasets/data``
     (no download). Preprocessing follows Appendix H.6 of the NA-DPVI paper:
@@ -171,14 +230,15 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
     - the columns education-num, relationship and native-country are dropped;
     - the continuous columns (age, fnlwgt, capital-gain, capital-loss,
       hours-per-week) are min-max scaled to [0, 1] with the fixed bounds of
-      ``CONTINUOUS_BOUNDS`` and clipped to that range. The bounds are public
+      :data:`ADULT_CONTINUOUS_BOUNDS` and clipped to that range. The bounds are public
       constants, deliberately *not* the minimum and maximum of the rows:
       bounds computed from private rows would themselves leak information
       about individual records and break the differential-privacy guarantee
       (and the feature scaling would differ between train and test);
     - workclass, education, marital-status, occupation, race and sex are
-      one-hot encoded with the fixed category lists of ``adult.names``, so the
-      feature set never depends on which rows are present;
+      one-hot encoded with the fixed category lists of ``adult.names``
+      (:data:`ADULT_CATEGORIES`), so the feature set never depends on which
+      rows are present;
     - the target is 1 for income ">50K" and 0 for "<=50K" (the trailing "."
       of the labels in ``adult.test`` is removed).
 
@@ -189,6 +249,15 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
     would always be zero. With ``drop_missing=False`` all 32,561 train and
     16,281 test rows are kept, there are 57 features, and a missing
     workclass or occupation is encoded as an all-zero one-hot group.
+
+    With ``raw=True`` nothing is encoded: ``data`` has the 14 original columns
+    (the six integer columns as int64, the others as strings, a missing value
+    "?" as NaN) and ``target`` is the income label, ``"<=50K"`` or ``">50K"``
+    (the trailing "." of ``adult.test`` removed). Build your own preprocessing
+    from the public constants :data:`ADULT_CONTINUOUS_BOUNDS` and
+    :data:`ADULT_CATEGORIES`, never from the rows; the user guide ("UCI Adult
+    from raw columns") shows a ``ColumnTransformer`` that reproduces the
+    preprocessed data.
 
     Parameters
     ----------
@@ -204,6 +273,10 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
         pandas; an ImportError is raised if it is not installed.
     drop_missing : bool, default=True
         Whether to drop rows with missing values.
+    raw : bool, default=False
+        Return the original columns unprocessed (strings and integers), as
+        scikit-learn's :func:`~sklearn.datasets.fetch_openml` does; best with
+        ``as_frame=True``. With ``as_frame=False`` data is an object array.
 
     Returns
     -------
@@ -211,12 +284,12 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
         Dictionary-like object with attributes
 
         data : ndarray of shape (n_samples, n_features) or DataFrame
-            Float features in [0, 1].
+            Float features in [0, 1]; with ``raw=True`` the 14 original columns.
         target : ndarray of shape (n_samples,) or Series
-            Integer labels, 1 for ">50K".
+            Integer labels, 1 for ">50K"; with ``raw=True`` the label strings.
         feature_names : list of str
             Continuous column names, then one-hot columns named
-            ``"<column>_<category>"``.
+            ``"<column>_<category>"``; with ``raw=True`` the original columns.
         target_names : list of str
             ``["<=50K", ">50K"]``.
         frame : DataFrame
@@ -244,6 +317,11 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
     >>> bunch = load_adult(subset="test")
     >>> bunch.data.shape, bunch.target_names
     ((15060, 56), ['<=50K', '>50K'])
+    >>> X_raw, y_raw = load_adult(raw=True, as_frame=True, return_X_y=True)
+    >>> X_raw.shape, y_raw.iloc[0]
+    ((30162, 14), '<=50K')
+    >>> print(X_raw.loc[0, "age"], X_raw.loc[0, "workclass"])
+    39 State-gov
     """
     if subset not in ("train", "test", "all"):
         raise ValueError(f"subset must be 'train', 'test' or 'all', got {subset!r}")
@@ -257,6 +335,12 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
             ) from exc
 
     splits = ("train", "test") if subset == "all" else (subset,)
+    if raw:
+        X, y, feature_names, frame = _load_raw(splits, bool(drop_missing), as_frame)
+        if return_X_y:
+            return X, y
+        return Bunch(data=X, target=y, frame=frame, feature_names=feature_names,
+                     target_names=list(TARGET_NAMES), DESCR=DESCR)
     parts = [_encode(_FILES[s], bool(drop_missing)) for s in splits]
     # np.concatenate always returns a new, writeable array: the cache stays intact.
     X = np.concatenate([p[0] for p in parts])

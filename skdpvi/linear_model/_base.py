@@ -14,6 +14,8 @@ and the predictions.
 
 import math
 import numbers
+import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -23,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..accounting import DPSGDMechanism, noise_multiplier
 from ..accounting.budget import _check_budget
 from ..dpvi import group_clip_norms, heuristic_learning_rate, run_dpvi
+from ..exceptions import PrivacyWarning
 from ..noise_aware import INFERENCE_METHODS, sample_phi_star, statistics_posterior
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_int, is_real
@@ -30,6 +33,42 @@ from ..utils.validation import is_int, is_real
 #: The default post-processing, and every method ``inference=`` accepts.
 STATISTICS = "statistics"
 _INFERENCE = (STATISTICS,) + tuple(INFERENCE_METHODS)
+
+def _warn_if_delta_meaningless(delta, n_samples):
+    """PrivacyWarning when delta >= 1 / n_samples (the guarantee then protects no one)."""
+    if delta >= 1.0 / n_samples:
+        warnings.warn(
+            f"delta={delta:g} >= 1 / n_samples = 1/{n_samples}: the (epsilon, delta) "
+            "guarantee is then meaningless, whatever epsilon_ says. A mechanism that "
+            "publishes each row in the clear with probability delta is (0, delta)-DP, "
+            f"and with delta={delta:g} it would publish about {delta * n_samples:,.0f} "
+            f"of these {n_samples:,} rows. Use a delta well below 1 / n_samples (e.g. at most "
+            f"{0.1 / n_samples:.1g}).",
+            PrivacyWarning,
+            stacklevel=5,  # _check_params <- _fit <- fit <- the caller of fit
+        )
+
+
+def _progress(verbose, level, message):
+    """Print a progress line of ``fit`` when ``verbose >= level``."""
+    if verbose >= level:
+        print(f"[skdpvi] {message}", flush=True)
+
+
+def _describe_diagnostics(diagnostics):
+    """One line per numeric diagnostic of a backend: a scalar, or min/median/max."""
+    lines = []
+    for key, value in diagnostics.items():
+        arr = np.asarray(value)
+        if key == "chain" or arr.dtype.kind not in "biuf" or arr.size == 0:
+            continue
+        if arr.size == 1:
+            lines.append(f"  {key}: {float(arr):.4g}")
+        else:
+            lines.append(f"  {key}: min {arr.min():.4g}, median {np.median(arr):.4g}, "
+                         f"max {arr.max():.4g} (over {arr.shape[0]} coordinates)")
+    return lines
+
 
 
 def _default_preconditioning(learning_rate, n_steps, model=None, clip_norm=None,
@@ -107,6 +146,7 @@ class _BaseDPBayesianRegression(BaseEstimator):
 
     def _check_params(self, n_samples):
         _check_budget(epsilon=self.epsilon, delta=self.delta, sampling_rate=self.sampling_rate)
+        _warn_if_delta_meaningless(self.delta, n_samples)
         if not is_int(self.max_iter) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}.")
         if self.sampling_rate * n_samples < 1:
@@ -178,9 +218,14 @@ class _BaseDPBayesianRegression(BaseEstimator):
         engine_seed, post_seed, self._draw_seed = rng.randint(0, 2**31 - 1, size=3)
 
         model = self._make_model(X.shape[1])
+        verbose = int(self.verbose)
+        start = time.perf_counter()
         sigma, eps_achieved = noise_multiplier(
             self.epsilon, self.delta, self.sampling_rate, int(self.max_iter)
         )
+        _progress(verbose, 1, f"accounting: noise multiplier sigma={sigma:.5g}, certified "
+                              f"epsilon={eps_achieved:.5g} at delta={self.delta:g} "
+                              f"({time.perf_counter() - start:.1f} s)")
         clip = self._default_clip_norm(model) if self.clip_norm == "auto" else float(self.clip_norm)
         lam_c = (self._default_learning_rate_scale(2 * model.n_params)
                  if self.learning_rate_scale == "auto" else float(self.learning_rate_scale))
@@ -196,6 +241,10 @@ class _BaseDPBayesianRegression(BaseEstimator):
                     f"inference='statistics' needs a model with data statistics; "
                     f"{type(model).__name__} has none. Use inference='emcee'."
                 )
+        _progress(verbose, 2, f"DP-SGD: {int(self.max_iter)} steps, sampling rate "
+                              f"{self.sampling_rate:g} (expected batch "
+                              f"{self.sampling_rate * n_samples:.1f} rows), clip norm {clip:.4g}, "
+                              f"learning rate {lam:.4g}, scale preconditioning {beta:.4g}")
         result = run_dpvi(
             model,
             (X, y_model),
@@ -212,16 +261,24 @@ class _BaseDPBayesianRegression(BaseEstimator):
             device=self.device,
             verbose=self.verbose,
         )
+        start = time.perf_counter()
         if statistics is not None:
             components, diagnostics = statistics_posterior(
                 result, statistics, int(self.n_posterior_samples), random_state=int(post_seed))
             self.posterior_ = NoiseAwarePosterior.from_components(components, model,
                                                                   self.inference)
+            what = "mixture components"
         else:
             phi_star, diagnostics = sample_phi_star(
                 result, self.inference, int(self.n_posterior_samples),
                 random_state=int(post_seed))
             self.posterior_ = NoiseAwarePosterior(phi_star, model, self.inference)
+            what = "draws of phi*"
+        _progress(verbose, 1, f"post-processing: inference={self.inference!r}, "
+                              f"{int(self.n_posterior_samples)} {what} "
+                              f"({time.perf_counter() - start:.1f} s)")
+        for line in _describe_diagnostics(diagnostics) if verbose >= 2 else ():
+            _progress(verbose, 2, line)
         self.dpvi_result_ = result
         self.inference_diagnostics_ = diagnostics
         self.noise_multiplier_ = sigma
@@ -230,7 +287,8 @@ class _BaseDPBayesianRegression(BaseEstimator):
         self.clip_norm_ = clip
         self.n_iter_ = int(self.max_iter)
         self.burn_in_ = burn_in
-        self.param_names_ = np.array(model.param_names, dtype=object)
+        self.param_names_ = np.array(self._named_params(model.param_names), dtype=object)
+        self.posterior_.param_names = self.param_names_
         self._theta_draws = self.posterior_.sample(
             int(self.n_posterior_samples), random_state=int(self._draw_seed)
         )
@@ -239,6 +297,18 @@ class _BaseDPBayesianRegression(BaseEstimator):
         self.coef_ = theta_mean[:n_features]
         self.intercept_ = float(theta_mean[n_features]) if self.fit_intercept else 0.0
         return theta_mean
+
+    def _named_params(self, model_names):
+        """The model's parameter names, ``coef[j]`` renamed ``coef[<feature j>]``.
+
+        Only when ``fit`` saw column names (``feature_names_in_``); otherwise the
+        model's names are kept.
+        """
+        names = list(model_names)
+        for j, feature in enumerate(getattr(self, "feature_names_in_", ())):
+            if f"coef[{j}]" in names:
+                names[names.index(f"coef[{j}]")] = f"coef[{feature}]"
+        return names
 
     # --------------------------------------------------------------------- privacy
 

@@ -23,7 +23,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     epsilon : float, default=1.0
         Privacy budget epsilon (> 0) for the whole fit.
     delta : float, default=1e-5
-        Privacy budget delta, in (0, 1); well below 1 / n_samples.
+        Privacy budget delta, in (0, 1); well below 1 / n_samples. ``fit`` warns
+        (:class:`~skdpvi.exceptions.PrivacyWarning`) when ``delta >= 1 / n_samples``.
     max_iter : int, default=10_000
         Number of DP-SGD steps T.
     sampling_rate : float, default=0.1
@@ -53,12 +54,19 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         w in coefficients | sigma^2 ~ N(0, w^2 sigma^2); the paper uses w^2 = 4.
     prior_noise_shape : float, default=20.0
     prior_noise_scale : float, default=0.5
-        InvGamma(shape, scale) prior of the noise variance (the paper's values).
-        Set them to match the scale of your (publicly standardised) target.
+        InvGamma(shape, scale) prior of the noise variance (the paper's values:
+        prior mean 0.026, i.e. a residual sd of about 0.16, known to +-25 %).
+        Set them from public knowledge of the (publicly scaled) target: for a
+        guess ``s0`` of the residual sd, ``prior_noise_scale = s0**2 *
+        (prior_noise_shape - 1)``; a shape of 3-5 for a rough guess. The user
+        guide ("Scaling the target and choosing the priors") gives the recipe.
     fit_intercept : bool, default=True
     device : str, default="cpu"
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
+        0: silent; 1: progress lines for the accounting and the post-processing and
+        the DP-SGD progress bar; 2: also the DP-SGD settings and the backend's
+        diagnostics. See :class:`DPBayesianLogisticRegression`.
 
     Attributes
     ----------
@@ -71,7 +79,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     epsilon_, delta_, noise_multiplier_, clip_norm_, n_iter_, burn_in_,
     param_names_, n_features_in_, feature_names_in_, dpvi_result_,
     inference_diagnostics_
-        As in :class:`DPBayesianLogisticRegression`.
+        As in :class:`DPBayesianLogisticRegression`; ``param_names_`` ends with
+        ``noise_variance``.
 
     Notes
     -----

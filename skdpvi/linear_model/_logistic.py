@@ -25,7 +25,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
     epsilon : float, default=1.0
         Privacy budget epsilon (> 0) for the whole fit.
     delta : float, default=1e-5
-        Privacy budget delta, in (0, 1); well below 1 / n_samples.
+        Privacy budget delta, in (0, 1); well below 1 / n_samples. ``fit`` warns
+        (:class:`~skdpvi.exceptions.PrivacyWarning`) when ``delta >= 1 / n_samples``,
+        where the guarantee is meaningless.
     max_iter : int, default=10_000
         Number of DP-SGD steps T.
     sampling_rate : float, default=0.1
@@ -63,7 +65,14 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         Torch device for DP-SGD ("cuda" if available).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
-        Progress bar for DP-SGD when > 0.
+        What ``fit`` prints. 0: nothing. 1: a line after the accounting (noise
+        multiplier, certified epsilon, time), the DP-SGD progress bar (tqdm, on
+        stderr) and a line after the post-processing (backend, number of draws,
+        time). 2 and more: also the DP-SGD settings (expected batch, clip norm,
+        learning rate, preconditioning) and the backend's diagnostics (emcee:
+        effective sample size, autocorrelation time and acceptance fraction, as
+        min / median / max over the coordinates). The lines go to stdout and
+        start with ``[skdpvi]``.
 
     Attributes
     ----------
@@ -79,13 +88,20 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
     n_iter_ : int
     burn_in_ : int
     param_names_ : ndarray of str
+        Names of the parameters, in the column order of :meth:`sample_posterior`:
+        ``coef[<feature>]`` for each feature (named after ``feature_names_in_``
+        when X has column names, ``coef[0]``, ``coef[1]``, ... otherwise), then
+        ``intercept``. ``posterior_.param_names`` is the same, and
+        ``posterior_.summary()`` tabulates the posterior with these names.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when X has column names.
     dpvi_result_ : DPVIResult
         The privatised trace statistics (covered by the DP guarantee).
     inference_diagnostics_ : dict
-        Backend diagnostics (emcee: acceptance, autocorrelation, ESS per coordinate).
+        Backend diagnostics (emcee: acceptance, autocorrelation, ESS per coordinate,
+        and the chain, thinned; :func:`skdpvi.integrations.to_inference_data`
+        exports them to ArviZ).
 
     Notes
     -----

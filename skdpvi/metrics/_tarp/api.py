@@ -142,6 +142,34 @@ def tarp_coverage(
     number of draws and alpha grid unspecified (spec §9.16); the defaults
     here follow the authors' code.
 
+    Against the reference implementation, ``tarp.get_tarp_coverage`` (Lemos,
+    Coogan et al. 2023, ``pip install tarp``; version 0.1.1 checked in
+    ``tests/metrics/test_tarp_reference_implementation.py``): the statistic
+    ``f_i`` is the same (Euclidean or Manhattan distance, strict ``<``), and
+    with the same samples, truths and explicit references, ``norm=False`` there
+    and our ``alpha_grid`` set to ``1 -`` its credibility values, the coverage
+    curves are equal at every level but the last. They differ in:
+
+    - *the grid*: tarp's levels are the edges of a histogram of the ``f_i``
+      with ``n_simulations // 10`` bins between their minimum and maximum, so
+      they depend on the data; ours are fixed (:data:`DEFAULT_ALPHA_GRID`), so
+      that curves of different studies can be compared and averaged;
+    - *the top level*: tarp's last histogram bin is closed, so its curve ends at
+      1 (it counts ``f_i <= max f``); we count ``f_i < level`` everywhere, so
+      simulations with ``f_i = 1`` (truth farther from the reference than every
+      draw) are never covered, as the definition (A62) says;
+    - *the references*: tarp's ``"random"`` draws them uniformly on
+      ``[0, 1]^d`` (the normalised space when ``norm=True``) with NumPy's global
+      generator; we offer the authors' ``"posterior"`` scheme and prior draws,
+      from a local generator;
+    - *the normalisation*: tarp's ``norm=True`` min-max scales every coordinate
+      by the range of the *true* parameters over the simulations; our
+      ``normalize=True`` divides by each simulation's posterior standard
+      deviation, which needs no truths;
+    - *the bootstrap*: tarp's replaces one simulation per replicate,
+      cumulatively and in place (its inputs are modified); ours resamples all
+      simulations with replacement.
+
     Examples
     --------
     A conjugate Gaussian model whose posterior is exact:

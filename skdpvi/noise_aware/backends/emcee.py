@@ -58,6 +58,10 @@ def sample_emcee(gm, n_samples, rng, n_walkers=32, min_ess=1000, max_steps=20_00
         "autocorr_time": np.broadcast_to(tau, (gm.dim,)).copy(),
         "effective_sample_size": ess,
         "n_steps": sampler.iteration,
+        # The chain of v after burn-in, shape (steps, walkers, d), for ArviZ
+        # (skdpvi.integrations.to_inference_data): float32, thinned to <= 500 steps.
+        "chain": (gm.prior_v_mean + gm.prior_v_sd
+                  * chain[::-(-len(chain) // 500)]).astype(np.float32),
     }
     acc = move.acceptance_fraction
     bad = np.flatnonzero((ess < min_ess) | (acc < 0.05) | (acc > 0.95))
