@@ -20,50 +20,52 @@ from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from skdpvi.linear_model._base import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
-from skdpvi.noise_aware import sample_phi_star
+from skdpvi.noise_aware import sample_phi_star, statistics_posterior
 from skdpvi.posterior import NoiseAwarePosterior
 
 METHODS = ("emcee", "exact", "exact_kendall", "laplace", "last_iterate")
-# "exact_kendall": exact inference with curvature_bias_correction=True, the
-# non-default variant, measured on the same traces to show what it changes.
-# "exact_wander_offset", "exact_wander_scale" (linear regression only): exact
-# inference corrected for the coefficients' wander, through the noise-variance
-# gradient offset (LinearRegressionModel.wander_gradient_offset) or by scaling the
-# noise-variance draws (LinearRegressionModel.wander_variance_factor).
+# "statistics": the default post-processing of models with data statistics
+# (skdpvi.noise_aware.statistics_posterior). The others are the paper's gradient
+# model of phi*: "exact_kendall" is exact inference with
+# curvature_bias_correction=True, measured on the same traces to show what it changes.
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 
 
 def _engine_settings(model, *, epsilon, clip_norm, n_steps, sampling_rate, delta, burn_in,
-                     preconditioner, learning_rate_scale):
+                     preconditioner, learning_rate_scale, n_examples=None, record_trace=False):
     """The run_dpvi keyword arguments the estimators' defaults would use."""
     sigma, _ = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
     # exactly the estimators' defaults, so the tables measure what users get
     lam = heuristic_learning_rate(sigma, clip_norm, n_steps, 2 * model.n_params,
                                   learning_rate_scale)
-    beta = _default_preconditioning(lam, n_steps) if preconditioner is None else preconditioner
+    beta = (_default_preconditioning(lam, n_steps, model, clip_norm, n_examples)
+            if preconditioner is None else preconditioner)
     return dict(noise_multiplier=sigma, clip_norm=clip_norm, learning_rate=lam,
                 sampling_rate=sampling_rate, n_steps=n_steps, burn_in=int(burn_in * n_steps),
-                preconditioner=beta, return_diagnostics=True)
+                preconditioner=beta, return_diagnostics=True, record_trace=record_trace)
 
 
 def _post_process(res, model, seed, n_draws, methods, n_examples=None):
     posteriors = {}
+    diagnostics = dict(res.diagnostics)
     for k, method in enumerate(methods):
+        if method == "statistics":
+            import warnings
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                components, diag = statistics_posterior(
+                    res, model.data_statistics(n_examples), n_draws, random_state=seed + k)
+            diagnostics["convergence_warning"] = any(
+                "do not follow" in str(w.message) for w in caught)
+            diagnostics["split_p_value"] = diag["split_p_value"]
+            posteriors[method] = NoiseAwarePosterior.from_components(components, model, method)
+            continue
         backend = "exact" if method.startswith("exact") else method
-        offset = None
-        if method == "exact_wander_offset":
-            s = res.stats
-            offset = model.wander_gradient_offset(s.shift + s.sum_x / s.count,
-                                                  res.learning_rate, res.noise_std)
         phi, _ = sample_phi_star(res, backend, n_draws, random_state=seed + k,
-                                 curvature_bias_correction=method == "exact_kendall",
-                                 gradient_offset=offset)
-        if method == "exact_wander_scale":
-            factor = model.wander_variance_factor(res.learning_rate, res.noise_std,
-                                                  res.sampling_rate, n_examples)
-            phi = model.scale_noise_variance(phi, factor)
+                                 curvature_bias_correction=method == "exact_kendall")
         posteriors[method] = NoiseAwarePosterior(phi, model, backend)
-    return posteriors, res.diagnostics
+    return posteriors, diagnostics
 
 
 def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, sampling_rate=0.1,
@@ -77,7 +79,8 @@ def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, samplin
     settings = _engine_settings(model, epsilon=epsilon, clip_norm=clip_norm, n_steps=n_steps,
                                 sampling_rate=sampling_rate, delta=delta, burn_in=burn_in,
                                 preconditioner=preconditioner,
-                                learning_rate_scale=learning_rate_scale)
+                                learning_rate_scale=learning_rate_scale,
+                                n_examples=len(data[0]), record_trace="statistics" in methods)
     res = run_dpvi(model, data, random_state=seed, **settings)
     return _post_process(res, model, seed, n_draws, methods, n_examples=len(data[0]))
 
@@ -93,7 +96,9 @@ def fit_all_backends_batched(model, datasets, seeds, *, epsilon, clip_norm, n_st
     settings = _engine_settings(model, epsilon=epsilon, clip_norm=clip_norm, n_steps=n_steps,
                                 sampling_rate=sampling_rate, delta=delta, burn_in=burn_in,
                                 preconditioner=preconditioner,
-                                learning_rate_scale=learning_rate_scale)
+                                learning_rate_scale=learning_rate_scale,
+                                n_examples=len(datasets[0][0]),
+                                record_trace="statistics" in methods)
     runs = run_dpvi_batched(model, datasets, random_states=seeds, **settings)
     return [_post_process(res, model, seed, n_draws, methods, n_examples=len(datasets[0][0]))
             for res, seed in zip(runs, seeds)]
