@@ -3,7 +3,11 @@
 M1 Gamma-Exponential, M2 Beta-Bernoulli, M3 Dirichlet-Categorical with this package's
 priors (Gamma(2, 2), Beta(2, 2), Dirichlet(2, 2, 2); the paper does not give its own),
 N = 5000, epsilon = 0.1, delta = 1e-5, kappa = 0.1, T = 10,000, C = 2 (the authors').
-TARP in the unconstrained space, two reference schemes, bootstrap error bars.
+TARP in the unconstrained space, two reference schemes, bootstrap error bars, and the
+z-scores (posterior mean - truth) / posterior sd. Methods: ``statistics`` (the default
+post-processing: the sufficient statistic's posterior and the conjugate posterior
+given it), ``exact`` and ``emcee`` (the paper's gradient model of phi*) and
+``last_iterate`` (naive), all on the same DP-SGD runs.
 
 Run: python benchmarks/table1_expfam.py --quick      (K=25, T=2000)
      python benchmarks/table1_expfam.py --n-sim 500  (paper scale)
@@ -17,6 +21,9 @@ import torch
 
 from _common import (fit_all_backends_batched, machine, print_tarp, rmse_floor,
                      run_batched_study, save, tarp_table)
+from table2_linear import z_scores
+
+METHODS = ("statistics", "exact", "emcee", "last_iterate")
 from skdpvi.datasets import (
     make_beta_bernoulli,
     make_dirichlet_categorical,
@@ -37,13 +44,13 @@ def one_batch(seeds, name, epsilon, n_steps):
     sims = [simulate(5000, random_state=s) for s in seeds]
     fits = fit_all_backends_batched(model, [(np.asarray(x, float),) for x, _ in sims],
                                     [s % (2**31 - 16) for s in seeds], epsilon=epsilon,
-                                    clip_norm=2.0, n_steps=n_steps)
+                                    clip_norm=2.0, n_steps=n_steps, methods=METHODS)
     out = []
     for seed, (_, theta), (posts, diag) in zip(seeds, sims, fits):
         theta_u = posts["exact"].to_unconstrained(np.atleast_1d(theta))
         draws = {m: p.sample(1000, random_state=seed % 1000, unconstrained=True)
                  for m, p in posts.items()}
-        out.append((draws, np.atleast_1d(theta_u), diag["clipped_fraction"]))
+        out.append((draws, np.atleast_1d(theta_u), diag))
     return out
 
 
@@ -77,10 +84,16 @@ def main():
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
         theta = np.stack([o[1] for o in out])
         rows = tarp_table(samples, theta, prior_sampler_for(name))
-        clipped = float(np.mean([o[2] for o in out]))
+        clipped = float(np.mean([o[2]["clipped_fraction"] for o in out]))
+        warned = float(np.mean([o[2].get("convergence_warning", False) for o in out]))
         print_tarp(rows, f"{name}, epsilon={args.epsilon} ({args.n_sim} simulations, "
-                         f"{seconds:.0f} s, clipped fraction {clipped:.3f})", args.n_sim)
-        payload["cells"][name] = {"rows": rows, "seconds": seconds, "clipped": clipped}
+                         f"{seconds:.0f} s, clipped fraction {clipped:.3f}, "
+                         f"ConvergenceWarning in {warned:.1%})", args.n_sim)
+        zs = z_scores(samples, theta)
+        for method, z in zs.items():
+            print(f"  z {method:<14} mean {np.round(z['mean'], 2)}  sd {np.round(z['sd'], 2)}")
+        payload["cells"][name] = {"rows": rows, "seconds": seconds, "clipped": clipped,
+                                  "convergence_warning": warned, "z": zs}
         save("table1_expfam" + ("_quick" if args.quick else ""), payload)
 
 

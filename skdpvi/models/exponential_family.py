@@ -29,6 +29,11 @@ class GammaExponentialModel(Model):
         self.prior_shape = float(prior_shape)
         self.prior_rate = float(prior_rate)
 
+    def data_statistics(self, n_examples):
+        from .exponential_family_statistics import GammaExponentialStatistics
+
+        return GammaExponentialStatistics(self, n_examples)
+
     def log_likelihood(self, theta, x):
         rate = F.softplus(theta[..., 0])
         return torch.log(rate) - rate * x[:, None]
@@ -72,6 +77,11 @@ class BetaBernoulliModel(Model):
     def __init__(self, prior_a=2.0, prior_b=2.0):
         self.prior_a = float(prior_a)
         self.prior_b = float(prior_b)
+
+    def data_statistics(self, n_examples):
+        from .exponential_family_statistics import BetaBernoulliStatistics
+
+        return BetaBernoulliStatistics(self, n_examples)
 
     def log_likelihood(self, theta, x):
         z = theta[..., 0]
@@ -126,6 +136,11 @@ class DirichletCategoricalModel(Model):
     def _log_probs(theta):
         full = torch.cat([theta, torch.zeros_like(theta[..., :1])], -1)
         return torch.log_softmax(full, -1)
+
+    def data_statistics(self, n_examples):
+        from .exponential_family_statistics import DirichletCategoricalStatistics
+
+        return DirichletCategoricalStatistics(self, n_examples)
 
     def log_likelihood(self, theta, x):
         logp = self._log_probs(theta)  # (B or 1, S, 3)

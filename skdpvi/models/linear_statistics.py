@@ -136,6 +136,18 @@ class LinearRegressionStatistics(DataStatistics):
             h[index] += precision[j] * Gy[:, j]
         return P, h, yy
 
+    def expected_gradient(self, phi, eta):
+        parts = self._parts(phi)
+        p, n_params = self.p, self.model.n_params
+        XtX, Xty, _ = self.unpack(eta)
+        out = parts["r"].copy()
+        out[:, :p] += parts["e1"][:, None] * (parts["mu_w"] @ XtX - Xty)
+        Q = parts["dQ"] @ eta
+        out[:, p] += parts["u_mean"] * Q
+        out[:, n_params:n_params + p] += parts["w_scale"] * np.diag(XtX)
+        out[:, n_params + p] += parts["u_scale"] * Q
+        return out
+
     @property
     def _scatter(self):
         """Positions in eta of (XtX[j, 0..p-1], Xty[j]) for each coefficient j."""

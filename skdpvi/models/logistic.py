@@ -27,6 +27,11 @@ class LogisticRegressionModel(GLMModel):
         self.param_names = tuple(names + (["intercept"] if fit_intercept else []))
         self.n_weights = len(self.param_names)
 
+    def data_statistics(self, n_examples):
+        from .logistic_statistics import LogisticRegressionStatistics
+
+        return LogisticRegressionStatistics(self, n_examples)
+
     def prepare_data(self, X, y):
         if self.fit_intercept:
             X = torch.cat([X, torch.ones_like(X[:, :1])], 1)

@@ -89,6 +89,14 @@ class DataStatistics:
             yy += float(np.einsum("td,d,td->", y, precision, y))
         return P, h, yy
 
+    def expected_gradient(self, phi, eta):
+        """``J(phi) @ eta + r(phi)`` for every row of ``phi`` (T, d)."""
+        out = []
+        for start in range(0, len(phi), 512):
+            J, r = self.design(phi[start:start + 512])
+            out.append(J @ eta + r)
+        return np.concatenate(out) if out else np.zeros((0, 0))
+
     def shrinkage_groups(self):
         """Statistics that a Gaussian shrinkage prior may pull towards zero.
 

@@ -60,3 +60,58 @@ def test_noise_standard_deviation_is_sigma_c_over_beta():
     np.testing.assert_allclose(draws.mean(0).numpy(), 0.0, atol=4 * 6.0 / np.sqrt(20_000))
     # Gaussian: KS test of the standardised first coordinate
     assert stats.kstest(draws[:, 0].numpy() / 6.0, "norm").pvalue > 1e-3
+
+
+def _grouped_rows(model, seed=3, n=60):
+    torch.manual_seed(seed)
+    x = torch.randn(n, 3, dtype=torch.float64) * torch.logspace(-1, 1, n)[:, None]
+    y = torch.randn(n, dtype=torch.float64) * 3
+    data = model.prepare_data(x, y)
+    phi = torch.randn(2 * model.n_params, dtype=torch.float64) * 0.3
+    phi[model.n_params:] -= 2
+    eps = torch.randn(10, model.n_params, dtype=torch.float64)
+    beta = torch.linspace(1, 30, 2 * model.n_params, dtype=torch.float64)
+    return data, phi, eps, beta
+
+
+def test_group_clipping_glm_path_equals_dense_path_and_bounds_each_group():
+    from skdpvi.dpvi import group_clip_norms
+
+    model = LinearRegressionModel(3)
+    data, phi, eps, beta = _grouped_rows(model)
+    mu_rows, rho_rows = per_example_gradients(model, phi, eps, data, 500, beta)
+    clip = float(torch.linalg.vector_norm(torch.cat([mu_rows, rho_rows], 1), dim=1).median())
+    norms = group_clip_norms(clip, model.clip_shares)
+    assert sum(c * c for c in norms) == pytest.approx(clip**2)
+    p = model.n_weights
+    dense_sum, dense_norms = clip_and_sum((mu_rows, rho_rows), clip, groups=(p, norms))
+    row_sq = ((data[0] * beta[:p]) ** 2).sum(1)
+    glm_sum, glm_norms = glm_clip_and_sum(model, phi, eps, data, 500, beta, clip, row_sq,
+                                          group_norms=norms)
+    torch.testing.assert_close(glm_sum, dense_sum, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(glm_norms, dense_norms, rtol=1e-9, atol=1e-9)
+    # each group of each row clipped to its own norm; the whole row then to C
+    groups = [mu_rows[:, :p], torch.cat([mu_rows[:, p:], rho_rows[:, p:]], 1), rho_rows[:, :p]]
+    clipped = []
+    for rows, c in zip(groups, norms):
+        n = torch.linalg.vector_norm(rows, dim=1)
+        assert (n > c).sum() >= 3  # every group's clipping is exercised
+        clipped.append(rows * torch.clamp(c / n, max=1.0)[:, None])
+    whole = torch.linalg.vector_norm(torch.cat(clipped, 1), dim=1)
+    assert torch.all(whole <= clip * (1 + 1e-9))
+    expected = torch.cat([clipped[0].sum(0), clipped[1][:, :1].sum(0), clipped[2].sum(0),
+                          clipped[1][:, 1:].sum(0)])
+    torch.testing.assert_close(dense_sum, expected, rtol=1e-9, atol=1e-9)
+    # a row is reported clipped iff one of its groups was
+    any_clipped = torch.stack([torch.linalg.vector_norm(r, dim=1) > c
+                               for r, c in zip(groups, norms)]).any(0)
+    assert torch.equal(dense_norms > clip, any_clipped)
+
+
+def test_group_clip_norms_rejects_bad_shares():
+    from skdpvi.dpvi import group_clip_norms
+
+    with pytest.raises(ValueError, match="clip shares"):
+        group_clip_norms(1.0, {"weights": 0, "extra": 0, "scales": 0})
+    with pytest.raises(ValueError, match="clip shares"):
+        group_clip_norms(1.0, {"weights": -1, "scales": 1})

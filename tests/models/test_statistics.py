@@ -1,0 +1,143 @@
+"""The expected DP-SGD gradient written in data statistics (skdpvi.models.*statistics)."""
+
+import numpy as np
+import pytest
+import torch
+
+from skdpvi.dpvi import per_example_gradients
+from skdpvi.dpvi.sampling import _centred_normal
+from skdpvi.models import (BetaBernoulliModel, DirichletCategoricalModel,
+                           GammaExponentialModel, LinearRegressionModel,
+                           LogisticRegressionModel)
+from skdpvi.models.statistics import DataStatistics
+
+N = 200
+
+
+def _case(name):
+    rng = np.random.default_rng(1)
+    if name == "linear":
+        model = LinearRegressionModel(2)
+        X = rng.normal(size=(N, 2)) @ np.array([[1.0, 0.6], [0.0, 0.8]])
+        y = X @ [0.5, -0.3] + 0.2 + rng.normal(0, 0.3, N)
+        Xp = np.c_[X, np.ones(N)]
+        st = model.data_statistics(N)
+        eta = np.r_[(Xp.T @ Xp)[st.rows, st.cols], Xp.T @ y, y @ y]
+        phi = np.r_[0.4, -0.2, 0.1, -2.0, np.log(np.expm1([0.05, 0.04, 0.06, 0.2]))]
+        return model, (X, y), eta, phi
+    if name == "gamma_exponential":
+        model = GammaExponentialModel()
+        x = rng.exponential(1 / 1.3, N)
+        return model, (x,), np.array([x.sum()]), np.array([0.6, np.log(np.expm1(0.1))])
+    if name == "beta_bernoulli":
+        model = BetaBernoulliModel()
+        x = (rng.random(N) < 0.3).astype(float)
+        return model, (x,), np.array([x.sum()]), np.array([-0.7, np.log(np.expm1(0.15))])
+    model = DirichletCategoricalModel()
+    x = rng.choice(3, N, p=[0.5, 0.2, 0.3]).astype(float)
+    eta = np.array([(x == 0).sum(), (x == 1).sum()], float)
+    return model, (x,), eta, np.array([0.4, -0.3, np.log(np.expm1(0.1)), np.log(np.expm1(0.2))])
+
+
+@pytest.mark.parametrize("name", ["linear", "gamma_exponential", "beta_bernoulli",
+                                  "dirichlet_categorical"])
+def test_expected_gradient_is_exactly_linear_in_the_statistics(name):
+    """sum_i E[grad l_i(phi)] (the engine's own per-example gradients, averaged over many
+    Monte Carlo draws) equals J(phi) eta + r(phi) with eta the data's statistics."""
+    model, data, eta, phi = _case(name)
+    J, r = model.data_statistics(N).design(phi[None])
+    predicted = J[0] @ eta + r[0]
+    tensors = model.prepare_data(*(torch.tensor(a, dtype=torch.float64) for a in data))
+    gen = torch.Generator().manual_seed(0)
+    totals = []
+    for _ in range(30):
+        eps = _centred_normal((2000, model.n_params), gen, "cpu")
+        grad_mu, grad_rho = per_example_gradients(model, torch.tensor(phi), eps, tensors, N)
+        totals.append(torch.cat([grad_mu.sum(0), grad_rho.sum(0)]).numpy())
+    totals = np.array(totals)
+    se = totals.std(0) / np.sqrt(len(totals))
+    assert np.all(np.abs(totals.mean(0) - predicted) <= 5 * se + 1e-6 * np.abs(predicted))
+
+
+@pytest.mark.parametrize("model", [LinearRegressionModel(3), LogisticRegressionModel(3),
+                                   LogisticRegressionModel(2, fit_intercept=False)],
+                         ids=["linear", "logistic", "logistic_no_intercept"])
+def test_structured_normal_equations_equal_the_generic_ones(model):
+    st = model.data_statistics(500)
+    rng = np.random.default_rng(0)
+    d = 2 * model.n_params
+    phi = rng.normal(0, 0.3, d) + rng.normal(0, 0.05, (300, d))
+    phi[:, model.n_params:] -= 4
+    target = rng.normal(0, 100, (300, d))
+    precision = rng.uniform(0.5, 2, d)
+    fast = st.normal_equations(phi, target, precision)
+    generic = DataStatistics.normal_equations(st, phi, target, precision)
+    for a, b in zip(fast, generic):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-8 * np.max(np.abs(b)))
+
+
+def test_logistic_design_is_the_gradient_of_the_quadratic_surrogate():
+    model = LogisticRegressionModel(2, prior_scale=1.5)
+    st = model.data_statistics(100)
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(3, 3))
+    Lam, b = A @ A.T + 3 * np.eye(3), rng.normal(size=3)
+    eta = np.r_[Lam[st.rows, st.cols], b]
+    tau2 = 1.5**2
+
+    def elbo(phi):
+        mu, s = phi[:3], np.logaddexp(0, phi[3:])
+        return (0.5 * mu @ Lam @ mu + 0.5 * np.sum(np.diag(Lam) * s**2) + b @ mu
+                + (mu @ mu + s @ s) / (2 * tau2) - np.log(s).sum())
+
+    phi = np.r_[rng.normal(size=3), -1.0, -0.5, -2.0]
+    J, r = st.design(phi[None])
+    numeric = np.array([(elbo(phi + h) - elbo(phi - h)) / 2e-6 for h in 1e-6 * np.eye(6)])
+    np.testing.assert_allclose(J[0] @ eta + r[0], numeric, rtol=1e-6, atol=1e-6)
+
+
+def test_prior_predictive_rules_out_impossible_statistics():
+    assert np.isneginf(BetaBernoulliModel().data_statistics(10).log_prior(
+        np.array([[-1.0], [11.0]]))).all()
+    assert np.isfinite(BetaBernoulliModel().data_statistics(10).log_prior(np.array([[4.0]])))
+    assert np.isneginf(GammaExponentialModel().data_statistics(10).log_prior(np.array([[-2.0]])))
+    assert np.isneginf(DirichletCategoricalModel().data_statistics(10).log_prior(
+        np.array([[6.0, 5.0]])))  # n_3 = -1
+    st = LinearRegressionModel(1).data_statistics(50)
+    XtX, Xty = np.array([[50.0, 5.0], [5.0, 50.0]]), np.array([10.0, 3.0])
+    rss_zero = Xty @ np.linalg.solve(XtX, Xty)
+    good = np.r_[XtX[st.rows, st.cols], Xty, rss_zero + 4.0]
+    negative_rss = np.r_[XtX[st.rows, st.cols], Xty, rss_zero - 1.0]
+    not_pd = np.r_[np.array([[50.0, 60.0], [60.0, 50.0]])[st.rows, st.cols], Xty, 100.0]
+    logp = st.log_prior(np.array([good, negative_rss, not_pd]))
+    assert np.isfinite(logp[0]) and np.isneginf(logp[1:]).all()
+
+
+def test_conditional_posteriors_are_the_conjugate_ones():
+    rng = np.random.default_rng(0)
+    gamma = GammaExponentialModel(2.0, 3.0).data_statistics(40).conditional_posterior(
+        np.array([[25.0]]))
+    rate = np.logaddexp(0, gamma.sample(np.zeros(40_000, int), rng)[:, 0])
+    assert rate.mean() == pytest.approx((2.0 + 40) / (3.0 + 25.0), rel=0.01)
+    beta = BetaBernoulliModel(2.0, 3.0).data_statistics(40).conditional_posterior(
+        np.array([[10.0]]))
+    p = 1 / (1 + np.exp(-beta.sample(np.zeros(40_000, int), rng)[:, 0]))
+    assert p.mean() == pytest.approx(12.0 / 45.0, rel=0.01)
+    dirichlet = DirichletCategoricalModel((1.0, 2.0, 3.0)).data_statistics(30)
+    u = dirichlet.conditional_posterior(np.array([[10.0, 5.0]])).sample(
+        np.zeros(40_000, int), rng)
+    probs = np.exp(np.c_[u, np.zeros(len(u))])
+    probs /= probs.sum(1, keepdims=True)
+    np.testing.assert_allclose(probs.mean(0), np.array([11, 7, 18]) / 36, rtol=0.02)
+    # linear: the normal-inverse-gamma posterior in closed form
+    model = LinearRegressionModel(1, weight_scale=2.0, noise_shape=3.0, noise_scale=0.5)
+    st = model.data_statistics(30)
+    XtX, Xty, yty = np.array([[30.0, 3.0], [3.0, 30.0]]), np.array([6.0, -3.0]), 12.0
+    nig = st.conditional_posterior(np.r_[XtX[st.rows, st.cols], Xty, yty][None])
+    V = np.linalg.inv(XtX + np.eye(2) / 4.0)
+    m = V @ Xty
+    draws = nig.sample(np.zeros(100_000, int), rng)
+    np.testing.assert_allclose(draws[:, :2].mean(0), m, atol=0.01)
+    var = np.logaddexp(0, draws[:, 2])
+    shape, scale = 3.0 + 15, 0.5 + 0.5 * (yty - m @ Xty)
+    assert var.mean() == pytest.approx(scale / (shape - 1), rel=0.02)
