@@ -321,3 +321,23 @@ def test_verbose_levels_print_accounting_and_post_processing(reg_data, capsys):
     out = capsys.readouterr().out
     assert "[skdpvi] DP-SGD: 300 steps" in out and "clip norm" in out
     assert "effective_sample_size: min" in out and "acceptance_fraction" in out
+
+
+def test_convergence_warning_fires_on_a_run_stopped_too_early_and_not_on_a_converged_one():
+    """The split-window check of the default post-processing (released trace only): a
+    run whose recording window is still in the clipped transient warns; a long run
+    of the same problem does not."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = X @ [1.5, -1.2, 1.0] + rng.normal(0, 0.2, 2000)
+    for seed in range(2):
+        with pytest.warns(ConvergenceWarning, match="do not follow"):
+            DPBayesianLinearRegression(epsilon=2.0, max_iter=200, burn_in=0,
+                                       random_state=seed).fit(X, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            reg = DPBayesianLinearRegression(epsilon=2.0, max_iter=4000,
+                                             random_state=seed).fit(X, y)
+        assert reg.inference_diagnostics_["split_p_value"] > 1e-3

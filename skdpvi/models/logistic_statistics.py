@@ -18,8 +18,16 @@ mean-field fit, Giordano, Broderick & Jordan 2018), not mean-field's diagonal
 
 The quadratic model is an approximation: where the trace wanders far beyond the
 posterior width, the curvature it averages over is not the curvature at the
-optimum. Its prior predictive density is flat except that Lambda + I / tau^2 must be
-positive definite.
+optimum.
+
+Prior predictive. Lambda must be positive semi-definite (a sum of per-example
+Hessians). Given Lambda, the likelihood's minimiser theta_hat = -Lambda^-1 b is
+about N(theta, Lambda^-1) and theta ~ N(0, tau^2 I), so b ~ N(0, Lambda + tau^2
+Lambda^2): along directions the data do not inform (Lambda ~ 0, e.g. a one-hot block
+beside the intercept) b must be ~0, however noisy its trace estimate. This Gaussian
+prior on b, with Lambda at a first estimate, enters the normal equations
+(:meth:`gaussian_prior`); without it the DP noise of b along such directions spread
+the mixture components several prior widths apart.
 """
 
 import numpy as np
@@ -119,12 +127,24 @@ class LogisticRegressionStatistics(DataStatistics):
 
         return off, scale
 
+    def gaussian_prior(self, eta_hat):
+        Lam = unvech(np.asarray(eta_hat, float)[:self.n_vech], self.p)
+        w, v = np.linalg.eigh(0.5 * (Lam + Lam.T))
+        w = np.maximum(w, 0.0)
+        tau2 = self.model.prior_scale**2
+        var = w + tau2 * w**2 + 1e-9 * max(w.max(), 1.0)
+        prec_b = (v / var) @ v.T
+        precision = np.zeros((self.n_statistics, self.n_statistics))
+        precision[self.n_vech:, self.n_vech:] = prec_b
+        return precision, np.zeros(self.n_statistics)
+
     def _precision(self, eta):
         Lam = unvech(np.asarray(eta, float)[..., :self.n_vech], self.p)
         return Lam + np.eye(self.p) / self.model.prior_scale**2
 
     def log_prior(self, eta):
-        ok = np.linalg.eigvalsh(self._precision(eta))[:, 0] > 0
+        Lam = unvech(np.asarray(eta, float)[..., :self.n_vech], self.p)
+        ok = np.linalg.eigvalsh(Lam)[:, 0] >= 0
         return np.where(ok, 0.0, -np.inf)
 
     def conditional_posterior(self, eta):

@@ -97,6 +97,16 @@ class DataStatistics:
             out.append(J @ eta + r)
         return np.concatenate(out) if out else np.zeros((0, 0))
 
+    def gaussian_prior(self, eta_hat):
+        """An optional Gaussian prior on eta, from a first estimate ``eta_hat``.
+
+        Returns None (no prior: the default) or ``(precision, precision @ mean)``,
+        added to the normal equations. For statistics whose prior predictive is
+        Gaussian given others (logistic regression's gradient b given its curvature)
+        this keeps the DP noise from moving them where the model says they cannot go.
+        """
+        return None
+
     def shrinkage_groups(self):
         """Statistics that a Gaussian shrinkage prior may pull towards zero.
 

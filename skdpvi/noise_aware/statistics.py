@@ -213,6 +213,11 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     h = parts[0][1] + parts[1][1]
     yy = parts[0][2] + parts[1][2]
     index, scale_of = data_statistics.shrinkage_groups()
+    rough = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,)).means[0]
+    prior = data_statistics.gaussian_prior(rough)
+    if prior is not None:
+        P, h = P + prior[0], h + prior[1]
+        parts = [(P_k + 0.5 * prior[0], h_k + 0.5 * prior[1], yy_k) for P_k, h_k, yy_k in parts]
     first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,))
     scale = scale_of(first.means[0]) if len(index) else np.zeros(0)
     fit = StatisticsFit(P, h, index, scale)
