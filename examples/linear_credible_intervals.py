@@ -5,8 +5,8 @@ normal-inverse-gamma prior; ``skdpvi.datasets.make_nig_linear_regression``),
 fits ``DPBayesianLinearRegression`` once under epsilon=0.3, and compares the
 90% credible intervals of two posteriors built from the SAME private run:
 
-- the noise-aware posterior (``est.posterior_``, exact post-processing), which
-  also carries the uncertainty added by the DP noise;
+- the noise-aware posterior (``est.posterior_``, the default post-processing),
+  which also carries the uncertainty added by the DP noise;
 - the naive last iterate of DP-SGD (``inference="last_iterate"``), which
   ignores that noise and is typically too narrow.
 
@@ -39,7 +39,7 @@ def main(quick=False):
     X, y, theta = make_nig_linear_regression(5000, random_state=0)
     steps = 1000 if quick else 10_000
     est = DPBayesianLinearRegression(
-        epsilon=0.3, max_iter=steps, inference="exact", random_state=0
+        epsilon=0.3, max_iter=steps, random_state=0
     ).fit(X, y)
     print(f"10-D linear regression, {len(y)} rows: {steps} DP-SGD steps, "
           f"epsilon spent {est.epsilon_:.4f} (delta={est.delta_:g})")
