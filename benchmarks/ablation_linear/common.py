@@ -1,4 +1,5 @@
-import math, numpy as np, torch, time
+import math, os, numpy as np, torch, time
+os.makedirs("out", exist_ok=True)
 from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate
 from skdpvi.datasets import make_nig_linear_regression
