@@ -23,6 +23,7 @@ Dirichlet-Categorical, p = softmax(u_1, u_2, 0), prior Dirichlet(alpha), counts 
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
+from numpy.polynomial.laguerre import laggauss
 from scipy.special import gammaln
 
 from ._quadrature import (gaussian_expectation, log_sigmoid, log_softplus, sigmoid,
@@ -60,6 +61,13 @@ class GammaExponentialStatistics(DataStatistics):
                       sig * (-(n + a - 1) * ls + b * rs - gs - 1.0 / s)], 1)
         return J, r
 
+    def per_example_predictive(self, eta):
+        # x ~ Exponential(rate) at the posterior mean rate: Gauss-Laguerre nodes
+        a, b, n = self.model.prior_shape, self.model.prior_rate, self.n_examples
+        rate = (a + n) / (b + max(float(eta[0]), 1e-12))
+        nodes, weights = laggauss(80)
+        return (nodes / rate)[:, None], weights
+
     def log_prior(self, eta):
         S = np.asarray(eta, float)[:, 0]
         a, b, n = self.model.prior_shape, self.model.prior_rate, self.n_examples
@@ -94,6 +102,11 @@ class BetaBernoulliStatistics(DataStatistics):
         J = np.stack([nm - pm, sig * (ns - ps)], 1)[:, :, None]
         r = np.stack([a * nm + (n + b) * pm, sig * (a * ns + (n + b) * ps - 1.0 / s)], 1)
         return J, r
+
+    def per_example_predictive(self, eta):
+        a, b, n = self.model.prior_a, self.model.prior_b, self.n_examples
+        p = (a + float(eta[0])) / (a + b + n)
+        return np.array([[0.0], [1.0]]), np.array([1 - p, p])
 
     def log_prior(self, eta):
         S = np.asarray(eta, float)[:, 0]
@@ -151,6 +164,13 @@ class DirichletCategoricalStatistics(DataStatistics):
         J[:, 0, 0] = J[:, 1, 1] = -1.0
         r = np.concatenate([-alpha[:2] + total * mean, sig * (total * with_z - 1.0 / s)], 1)
         return J, r
+
+    def per_example_predictive(self, eta):
+        alpha = np.asarray(self.model.prior_alpha, float)
+        counts = np.r_[eta, self.n_examples - np.sum(eta)]
+        p = (alpha + counts) / (alpha.sum() + self.n_examples)
+        # one-hot of the first two categories; the third is (0, 0)
+        return np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]), p
 
     def log_prior(self, eta):
         counts = np.asarray(eta, float)

@@ -97,6 +97,21 @@ class DataStatistics:
             out.append(J @ eta + r)
         return np.concatenate(out) if out else np.zeros((0, 0))
 
+    def per_example_predictive(self, eta):
+        """The distribution of one example's statistic under the posterior mean given eta.
+
+        For models whose per-example gradient is affine in a per-example statistic
+        t_i with ``eta = sum_i t_i`` (the exponential families), that gradient is
+        exactly ``J(phi) t_i + r(phi) / N``, and the mechanism's clipping can be
+        accounted for from this distribution (:func:`clipping_correction`).
+
+        Returns
+        -------
+        None, or (nodes, weights)
+            ``nodes`` of shape (K, n_statistics) and probabilities ``weights`` (K,).
+        """
+        return None
+
     def gaussian_prior(self, eta_hat):
         """An optional Gaussian prior on eta, from a first estimate ``eta_hat``.
 
@@ -165,3 +180,41 @@ def unvech(values, p):
     out[..., rows, cols] = values
     out[..., cols, rows] = values
     return out
+
+
+def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norm):
+    """What clipping removes from the expected released gradient, per step.
+
+    For a model with a :meth:`~DataStatistics.per_example_predictive`, the
+    preconditioned per-example gradient is ``beta * (J t + r / N)``; clipping it to
+    norm C removes ``(1 - f(t)) (J t + r / N)``, ``f = min(1, C / norm)``, so that in
+    expectation over the model's examples
+
+        E[g / kappa] = J eta + r - N E_t[(1 - f(t)) (J t + r / N)].
+
+    Parameters
+    ----------
+    data_statistics : DataStatistics
+    phi : ndarray of shape (T, d)
+    eta : ndarray of shape (n_statistics,)
+        Where the predictive distribution of t is taken (a first estimate).
+    preconditioner : ndarray of shape (d,)
+    clip_norm : float
+
+    Returns
+    -------
+    ndarray of shape (T, d), or None when the model has no per-example predictive.
+    """
+    predictive = data_statistics.per_example_predictive(np.asarray(eta, float))
+    if predictive is None:
+        return None
+    nodes, weights = predictive
+    n = data_statistics.n_examples
+    out = []
+    for start in range(0, len(phi), 512):
+        J, r = data_statistics.design(phi[start:start + 512])
+        rows = np.einsum("tdk,nk->tnd", J, nodes) + r[:, None, :] / n  # (T, K, d)
+        norms = np.linalg.norm(rows * preconditioner, axis=2)
+        lost = 1.0 - np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
+        out.append(n * np.einsum("n,tn,tnd->td", weights, lost, rows))
+    return np.concatenate(out)

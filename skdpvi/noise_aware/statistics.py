@@ -37,6 +37,8 @@ from scipy.special import logsumexp
 from scipy.stats import chi2
 from threadpoolctl import threadpool_limits
 
+from ..models.statistics import clipping_correction
+
 __all__ = ["statistics_posterior", "StatisticsFit"]
 
 #: Grid of the shrinkage scale gamma (relative to each statistic's natural scale).
@@ -207,6 +209,7 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
         )
     half = len(phi) // 2
     halves = (slice(0, half), slice(half, None))
+    target = _undo_clipping(data_statistics, result, phi, target, precision, halves)
     precision, ratio = _noise_precision(data_statistics, phi, target, precision, halves)
     parts = [data_statistics.normal_equations(phi[s], target[s], precision) for s in halves]
     P = parts[0][0] + parts[1][0]
@@ -230,6 +233,33 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     return components, diagnostics
 
 
+def _first_fit(data_statistics, phi, target, precision, halves):
+    """eta under a nearly flat prior (no shrinkage of a coupling the trace shows)."""
+    P = h = 0.0
+    for s in halves:
+        P_k, h_k, _ = data_statistics.normal_equations(phi[s], target[s], precision)
+        P, h = P + P_k, h + h_k
+    index, _ = data_statistics.shrinkage_groups()
+    return StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,)).means[0]
+
+
+def _undo_clipping(data_statistics, result, phi, target, precision, halves):
+    """Add back, in expectation, what clipping removed (models with a per-example
+    predictive: :func:`skdpvi.models.statistics.clipping_correction`)."""
+    if data_statistics.per_example_predictive(
+            np.zeros(data_statistics.n_statistics)) is None:
+        return target
+    if getattr(data_statistics.model, "clip_shares", None) is not None:
+        return target  # group clipping is not modelled here
+    corrected = target
+    for _ in range(2):  # the correction is small: two plug-in rounds suffice
+        eta = _first_fit(data_statistics, phi, corrected, precision, halves)
+        lost = clipping_correction(data_statistics, phi, eta,
+                                   np.asarray(result.preconditioner, float), result.clip_norm)
+        corrected = target + lost
+    return corrected
+
+
 def _noise_precision(data_statistics, phi, target, precision, halves):
     """The mechanism's noise precision, lowered where the trace scatters more.
 
@@ -238,13 +268,7 @@ def _noise_precision(data_statistics, phi, target, precision, halves):
     residual scatter of each coordinate around a first fit (at least 1) divides its
     precision.
     """
-    P = h = 0.0
-    for s in halves:
-        P_k, h_k, _ = data_statistics.normal_equations(phi[s], target[s], precision)
-        P, h = P + P_k, h + h_k
-    # a nearly flat prior: shrinking a coupling the trace shows would inflate the noise
-    index, _ = data_statistics.shrinkage_groups()
-    eta = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,)).means[0]
+    eta = _first_fit(data_statistics, phi, target, precision, halves)
     residual = target - data_statistics.expected_gradient(phi, eta)
     ratio = np.maximum((residual**2).mean(0) * precision, 1.0)
     return precision / ratio, ratio

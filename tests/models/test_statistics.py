@@ -141,3 +141,39 @@ def test_conditional_posteriors_are_the_conjugate_ones():
     var = np.logaddexp(0, draws[:, 2])
     shape, scale = 3.0 + 15, 0.5 + 0.5 * (yty - m @ Xty)
     assert var.mean() == pytest.approx(scale / (shape - 1), rel=0.02)
+
+
+@pytest.mark.parametrize("name", ["gamma_exponential", "beta_bernoulli", "dirichlet_categorical"])
+def test_clipping_correction_is_what_the_mechanism_clips(name):
+    """N E_t[(1 - f(t)) grad(t)] under the model's predictive equals what clip_and_sum
+    removes from the per-example gradients of a large data set drawn from it."""
+    from skdpvi.dpvi import clip_and_sum
+    from skdpvi.models.statistics import clipping_correction
+
+    model, _, _, phi = _case(name)
+    n = 20_000
+    rng = np.random.default_rng(3)
+    if name == "gamma_exponential":
+        x = rng.exponential(1 / 1.3, n)
+        eta = np.array([n / 1.3])  # the predictive's rate, (a + n) / (b + S), is ~1.3
+    elif name == "beta_bernoulli":
+        x = (rng.random(n) < 0.3).astype(float)
+        eta = np.array([0.3 * n])
+    else:
+        x = rng.choice(3, n, p=[0.5, 0.2, 0.3]).astype(float)
+        eta = np.array([0.5 * n, 0.2 * n])
+    st = model.data_statistics(n)
+    beta = np.r_[np.ones(model.n_params), np.full(model.n_params, 30.0)]
+    tensors = model.prepare_data(torch.tensor(x))
+    eps = _centred_normal((4000, model.n_params), torch.Generator().manual_seed(0), "cpu")
+    rows = per_example_gradients(model, torch.tensor(phi), eps, tensors, n,
+                                 torch.tensor(beta))
+    full = torch.cat([r.sum(0) for r in rows]).numpy()
+    row_norms = torch.linalg.vector_norm(torch.cat(rows, 1), dim=1).numpy()
+    clip = (float(np.quantile(row_norms, 0.8)) if name == "gamma_exponential"
+            else 0.5 * (row_norms.min() + row_norms.max()))  # discrete: between the values
+    clipped, norms = clip_and_sum(rows, clip)
+    removed = (full - clipped.numpy()) / beta
+    predicted = clipping_correction(st, phi[None], eta, beta, clip)[0]
+    assert float((norms > clip).float().mean()) > 0.1
+    np.testing.assert_allclose(predicted, removed, rtol=0.05, atol=0.02 * np.abs(full / beta).max())
