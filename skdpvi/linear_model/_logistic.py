@@ -48,14 +48,22 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         beta for the variational scale parameters (the paper's gradient
         preconditioning); "auto" is ``1 / (learning_rate * sqrt(max_iter))``, which
         makes the scale parameters converge in about max_iter / 20 steps at any
-        budget (see the user guide).
+        budget, capped at ``C_scales * n_samples / (5 * sqrt(n_params))`` so that
+        their per-example gradients stay inside their clipping budget (see the
+        user guide).
     n_mc_samples : int, default=10
         Monte Carlo draws per DP-SGD step.
     burn_in : float or int, default=0.2
         Fraction of max_iter (float) or number of steps (int) discarded before the
         post-processing.
-    inference : {"emcee", "exact", "laplace", "last_iterate"}, default="emcee"
-        Post-processing backend; "last_iterate" ignores the DP noise (baseline).
+    inference : {"emcee", "exact", "laplace", "last_iterate", "statistics"}, default="emcee"
+        Post-processing backend. "emcee", "exact" and "laplace" fit the paper's
+        gradient model of phi* (diagonal curvature, mean-field components);
+        "last_iterate" ignores the DP noise (baseline). "statistics" infers a
+        quadratic model of the log-likelihood (dense curvature, linear-response
+        components; :func:`~skdpvi.noise_aware.statistics_posterior`): not the
+        default here, because a trace identifies the dense curvature of many
+        coupled coefficients poorly (see the user guide's inference backends).
     n_posterior_samples : int, default=1000
         Draws of phi* forming the mixture posterior, and draws used for predictions.
     prior_scale : float, default=1.0
