@@ -2,7 +2,7 @@
 
 Data flow, read top-down:
 
-``skdpvi.accounting``   noise multiplier for an (epsilon, delta) budget (PRV accountant)
+``skdpvi.accounting``   noise multiplier for an (epsilon, delta) budget (PRV, exact, PLD)
 ``skdpvi.models``       probabilistic models: likelihood, prior, parameter transforms
 ``skdpvi.dpvi``         the DP-SGD engine on the negative ELBO, recording trace statistics
 ``skdpvi.noise_aware``  post-processing: the linear-Gaussian gradient model and its backends
@@ -10,6 +10,7 @@ Data flow, read top-down:
 ``skdpvi.linear_model`` the scikit-learn estimators
 ``skdpvi.metrics``      TARP coverage, calibration, scorers and simulation studies
 ``skdpvi.datasets``     the bundled UCI Adult data and simulators of the paper's models
+``skdpvi.privacy_audit`` an empirical lower bound on epsilon, checking the privacy claim
 """
 
 __version__ = "0.1.0"

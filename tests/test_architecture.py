@@ -25,6 +25,7 @@ LAYERS = {
     "noise_aware": {"dpvi", "models", "utils"},
     "posterior": {"noise_aware", "dpvi", "models", "utils"},
     "linear_model": {"posterior", "noise_aware", "dpvi", "models", "accounting", "utils"},
+    "privacy_audit": {"accounting", "dpvi", "models", "utils"},
     "metrics": {"utils"},
     "datasets": {"utils"},
     "plotting": {"metrics", "utils"},
