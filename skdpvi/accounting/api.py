@@ -116,8 +116,9 @@ def noise_multiplier(epsilon, delta, sampling_rate, steps):
         try:
             return _accountant_for([mechanism]).noise_multiplier(
                 epsilon, delta, sampling_rate, steps)
-        except PRVFailed:
-            return _FALLBACK.noise_multiplier(epsilon, delta, sampling_rate, steps)
+        except PRVFailed as failed:
+            return _FALLBACK.noise_multiplier(epsilon, delta, sampling_rate, steps,
+                                              guess=failed.sigma_hint)
     except BudgetUnreachable as exc:
         if exc.side == "epsilon too small":
             why = (f"it needs a noise multiplier above {MAX_SIGMA:g}. Increase epsilon "

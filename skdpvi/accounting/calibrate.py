@@ -90,7 +90,8 @@ def _bracket(f, x, step=math.log(2.0), lo_limit=math.log(MIN_SIGMA),
         step = min(2 * step, max_step)
 
 
-def calibrate(certified, epsilon, sampling_rate, steps, estimate=None, offset=0.0):
+def calibrate(certified, epsilon, sampling_rate, steps, estimate=None, offset=0.0,
+              guess=None):
     """The noise multiplier whose certified epsilon lies in [(1 - TIGHTNESS) eps, eps].
 
     Parameters
@@ -106,6 +107,8 @@ def calibrate(certified, epsilon, sampling_rate, steps, estimate=None, offset=0.
     offset : float, default=0
         How far the certified bound typically lies above the estimate: the estimate
         is aimed that much below the centre of the window.
+    guess : float, optional
+        Where to start the search (default: a central-limit guess from q, T, epsilon).
 
     Returns
     -------
@@ -117,7 +120,9 @@ def calibrate(certified, epsilon, sampling_rate, steps, estimate=None, offset=0.
     """
     low_ok = (1 - TIGHTNESS) * epsilon
     aim = epsilon * (1 - TIGHTNESS / 2)
-    guess = math.log(min(max(sampling_rate * math.sqrt(steps) / epsilon, 0.5), 1e4))
+    if guess is None:
+        guess = min(max(sampling_rate * math.sqrt(steps) / epsilon, 0.5), 1e4)
+    guess = math.log(min(max(guess, MIN_SIGMA), MAX_SIGMA))
     x = guess
     if estimate is not None:
         def f_est(x):

@@ -32,6 +32,7 @@ from scipy.signal import fftconvolve
 from scipy.special import log_ndtr
 
 from .base import Accountant
+from .calibrate import calibrate
 from .mechanism import merge_repeats
 
 __all__ = ["PLDAccountant"]
@@ -237,13 +238,14 @@ def loss_scale(sigma, q):
         else 1 / sigma
 
 
-def pld_epsilon(history, delta, grid=_GRID):
+def pld_epsilon(history, delta, grid=_GRID, points_per_scale=50):
     """Certified epsilon of ``((sigma, q, steps), ...)`` at ``delta`` (both directions).
 
-    The grid spacing is at most ``grid`` and at most 1/50 of the smallest step's
-    loss scale (:func:`loss_scale`).
+    The grid spacing is at most ``grid`` and at most 1/``points_per_scale`` of the
+    smallest step's loss scale (:func:`loss_scale`); a coarser grid is still an upper
+    bound, only a looser one.
     """
-    grid = min(grid, min(loss_scale(sigma, q) for sigma, q, _ in history) / 50)
+    grid = min(grid, min(loss_scale(sigma, q) for sigma, q, _ in history) / points_per_scale)
     n_cuts = 4 * sum(max(int(t).bit_length(), 1) for _, _, t in history) + 4
     tail = min(delta * 1e-6 / n_cuts, 1e-13)
     remove, add = _composed(tuple(history), float(grid), tail)
@@ -276,17 +278,20 @@ class PLDAccountant(Accountant):
             eps = pld_epsilon(history, delta, grid=max(eps / 2000, 1e-6))
         return eps
 
-    def noise_multiplier(self, epsilon, delta, sampling_rate, steps):
-        """Noise multiplier with certified epsilon in [0.995 epsilon, epsilon]."""
-        from .calibrate import calibrate
+    def noise_multiplier(self, epsilon, delta, sampling_rate, steps, guess=None):
+        """Noise multiplier with certified epsilon in [0.995 epsilon, epsilon].
 
+        ``guess`` (optional) is where the search starts, e.g. the PRV accountant's
+        estimate when only its certifying evaluation failed.
+        """
         grid = min(_GRID, epsilon / 2000)
 
-        def certified(sigma, grid=grid):
+        def certified(sigma, grid=grid, points_per_scale=50):
             try:
-                return pld_epsilon(((sigma, sampling_rate, steps),), delta, grid)
+                return pld_epsilon(((sigma, sampling_rate, steps),), delta, grid,
+                                   points_per_scale)
             except _TooFine:
                 return math.inf
 
-        return calibrate(certified, epsilon, sampling_rate, steps,
-                         estimate=lambda sigma: certified(sigma, 10 * grid))
+        return calibrate(certified, epsilon, sampling_rate, steps, guess=guess,
+                         estimate=lambda sigma: certified(sigma, 10 * grid, 5))

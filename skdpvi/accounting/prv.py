@@ -42,7 +42,12 @@ _MAX_GRID = 10_000_000
 
 
 class PRVFailed(RuntimeError):
-    """The PRV accountant cannot serve this mechanism and budget (see the module doc)."""
+    """The PRV accountant cannot serve this mechanism and budget (see the module doc).
+
+    ``sigma_hint`` is the noise multiplier its coarse search found, if it got that far.
+    """
+
+    sigma_hint = None
 
 
 def _prv_epsilon(history, delta, eps_error):
@@ -114,7 +119,12 @@ def _noise_multiplier_cached(epsilon, delta, sampling_rate, steps):
         return _prv_epsilon(history, delta, _COARSE_ERROR * epsilon)[0]
 
     def certified(sigma):
-        return _prv_epsilon(((sigma, sampling_rate, steps),), delta, _FINE_ERROR * epsilon)[1]
+        try:
+            return _prv_epsilon(((sigma, sampling_rate, steps),), delta,
+                                _FINE_ERROR * epsilon)[1]
+        except PRVFailed as exc:
+            exc.sigma_hint = sigma  # where the estimate put the root: a head start
+            raise
 
     return calibrate(certified, epsilon, sampling_rate, steps, estimate=estimate,
                      offset=_FINE_ERROR * epsilon)
