@@ -15,6 +15,8 @@ the add/remove relation; ``pip install dp-accounting``):
 
 Run: python benchmarks/accounting_grid.py [--quick]  (--quick: the test-suite subset)
 Prints one line per point and a summary; writes benchmarks/results/accounting_grid.json.
+``--report`` prints the saved results as the reStructuredText table of
+doc/performance.rst.
 """
 
 import argparse
@@ -110,10 +112,38 @@ QUICK = [
 ]
 
 
+def report():
+    """The saved grid as a reStructuredText table: sigma per budget, or "refused"."""
+    saved = json.loads((Path(__file__).parent / "results" / "accounting_grid.json").read_text())
+    cell = {(r["epsilon"], r["delta"], r["sampling_rate"], r["steps"]): r for r in saved["rows"]}
+    head = ["delta", "q", "steps"] + [f"eps={e:g}: sigma (s)" for e in EPSILONS]
+    body = []
+    for delta, q, steps in itertools.product(DELTAS, RATES, STEPS):
+        row = [f"{delta:g}", f"{q:g}", f"{steps:d}"]
+        for eps in EPSILONS:
+            r = cell[(eps, delta, q, steps)]
+            flag = "" if r["ok"] else " WRONG"
+            row.append(("refused" if "error" in r else f"{r['sigma']:.4g}")
+                       + f" ({r['seconds']:.1f}){flag}")
+        body.append(row)
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    rule = "  ".join("=" * w for w in widths)
+    print(rule)
+    print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
+    print(rule)
+    for row in body:
+        print("  ".join(x.ljust(w) for x, w in zip(row, widths)))
+    print(rule)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--report", action="store_true")
     args = parser.parse_args()
+    if args.report:
+        report()
+        return
     warnings.simplefilter("ignore")
     points = QUICK if args.quick else list(itertools.product(EPSILONS, DELTAS, RATES, STEPS))
     rows = []

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..accounting import noise_multiplier as calibrated_noise_multiplier
 from ..dpvi import heuristic_learning_rate
+from ..utils.validation import is_int
 from .bounds import evaluate_test, select_test
 from .canaries import make_canary_data
 from .mechanisms import MECHANISMS, run_mechanism
@@ -178,6 +179,10 @@ def audit_dpvi(epsilon, delta, sampling_rate, n_steps, *, mechanism="real", clip
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}.")
     if not 0 < selection_fraction < 1:
         raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}.")
+    for name, value in (("n_trials", n_trials), ("n_canaries", n_canaries),
+                        ("n_steps", n_steps)):
+        if not is_int(value) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {name}={value!r}.")
     start = time.perf_counter()
     sigma, _ = calibrated_noise_multiplier(epsilon, delta, sampling_rate, int(n_steps))
     data = make_canary_data(n_samples, n_features, n_canaries, canary_value, canary,

@@ -11,7 +11,10 @@ worst case the accounting allows, and no other row's gradient has a component th
 beyond the shared prior term (1/N of the prior gradient, made negligible by a wide
 prior). So the released noisy gradient in that coordinate is the canary's
 contribution (if sampled) plus the Gaussian noise, and K canaries on K coordinates
-are K independent trials of the distinguishing game in one run.
+are K independent trials of the distinguishing game in one run: each is sampled,
+clipped and noised on its own, and what couples them -- the 1/N prior and entropy
+shares every row carries, below 1 % of C here (tested) -- is the same with and
+without a given canary up to N.
 
 A *null* canary is a row of zeros: its likelihood gradient is 0, so adding it changes
 the run only through the number of rows N (the 1/N prior share of every row); an
