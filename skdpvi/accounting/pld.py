@@ -146,7 +146,8 @@ class _PLD:
             return 0.0
         # delta at the grid points l_k (from the right): inf + A_{k+1} - e^{l_k} B_{k+1}
         a_next, b_next = np.append(a[1:], 0.0), np.append(b[1:], 0.0)
-        at_points = self.inf + a_next - np.exp(losses) * b_next
+        with np.errstate(divide="ignore"):  # e^{l_k} B_{k+1} <= 1: no overflow in logs
+            at_points = self.inf + a_next - np.exp(np.log(b_next) + losses)
         k = int(np.argmax(at_points <= delta))  # first grid point meeting delta
         # the root lies in [l_{k-1}, l_k], where the tail sums are A_k, B_k
         numerator = self.inf + a[k] - delta
