@@ -2,7 +2,7 @@
 
 Data flow, read top-down:
 
-``skdpvi.accounting``   noise multiplier for an (epsilon, delta) budget (PRV accountant)
+``skdpvi.accounting``   noise multiplier for an (epsilon, delta) budget (PRV, exact, PLD)
 ``skdpvi.models``       probabilistic models: likelihood, prior, parameter transforms
 ``skdpvi.dpvi``         the DP-SGD engine on the negative ELBO, recording trace statistics
 ``skdpvi.noise_aware``  post-processing: the linear-Gaussian gradient model and its backends
@@ -13,6 +13,7 @@ Data flow, read top-down:
 ``skdpvi.plotting``     coverage, calibration and credible-interval plots (matplotlib)
 ``skdpvi.integrations`` export a fit to ArviZ (``to_inference_data``)
 ``skdpvi.exceptions``   ``PrivacyWarning``
+``skdpvi.privacy_audit`` an empirical lower bound on epsilon, checking the privacy claim
 """
 
 __version__ = "0.1.0"

@@ -27,6 +27,7 @@ LAYERS = {
     "posterior": {"noise_aware", "dpvi", "models", "utils"},
     "linear_model": {"posterior", "noise_aware", "dpvi", "models", "accounting",
                      "exceptions", "utils"},
+    "privacy_audit": {"accounting", "dpvi", "models", "utils"},
     "metrics": {"utils"},
     "datasets": {"utils"},
     "plotting": {"metrics", "utils"},

@@ -1,14 +1,29 @@
-"""The public accounting functions, on the accountant every fit uses (PRV).
+"""The public accounting functions, and the choice of the accountant behind them.
 
 They validate their inputs (:mod:`~skdpvi.accounting.budget`), describe the runs as
-:class:`~skdpvi.accounting.mechanism.DPSGDMechanism` objects and ask the accountant
-(:mod:`~skdpvi.accounting.prv`). :func:`total_privacy_spent` reads the mechanisms off
-fitted estimators and model searches by duck typing: it imports no estimator.
+:class:`~skdpvi.accounting.mechanism.DPSGDMechanism` objects and ask an accountant:
+
+1. if a row is used at all only with probability ``p = 1 - prod (1 - q)^T <= delta``,
+   every run is (0, delta)-DP without any noise: :func:`noise_multiplier` says so
+   (there is nothing to calibrate) and :func:`compose_epsilon` reports 0;
+2. full-batch runs (every ``sampling_rate == 1``) are Gaussian mechanisms, accounted
+   exactly in closed form (:mod:`~skdpvi.accounting.gaussian`);
+3. everything else goes to the PRV accountant (:mod:`~skdpvi.accounting.prv`), and
+   where it cannot serve the budget, to the PLD accountant
+   (:mod:`~skdpvi.accounting.pld`).
+
+:func:`total_privacy_spent` reads the mechanisms off fitted estimators and model
+searches by duck typing: it imports no estimator.
 """
 
+import math
+
 from .budget import _check_budget, _check_mechanism
+from .calibrate import MAX_SIGMA, MIN_SIGMA, BudgetUnreachable
+from .gaussian import GaussianAccountant
 from .mechanism import DPSGDMechanism
-from .prv import PRVAccountant
+from .pld import PLDAccountant
+from .prv import PRVAccountant, PRVFailed
 
 __all__ = [
     "noise_multiplier",
@@ -17,17 +32,39 @@ __all__ = [
     "total_privacy_spent",
 ]
 
-#: The accountant behind the public functions; its searches are cached.
+#: The accountants behind the public functions; their searches are cached.
 _ACCOUNTANT = PRVAccountant()
+_GAUSSIAN = GaussianAccountant()
+_FALLBACK = PLDAccountant()
+
+
+def _sampled_at_all(mechanisms):
+    """Probability that a given row enters at least one step of the mechanisms."""
+    log_never = sum(m.steps * math.log1p(-m.sampling_rate) if m.sampling_rate < 1
+                    else -math.inf for m in mechanisms)
+    return -math.expm1(log_never)
+
+
+def _accountant_for(mechanisms):
+    return _GAUSSIAN if all(m.sampling_rate == 1 for m in mechanisms) else _ACCOUNTANT
+
+
+def _unreachable(epsilon, delta, sampling_rate, steps, why):
+    return ValueError(
+        f"The budget epsilon={epsilon!r}, delta={delta!r} cannot be reached with "
+        f"sampling_rate={sampling_rate!r} and steps={steps!r}: {why}"
+    )
 
 
 def noise_multiplier(epsilon, delta, sampling_rate, steps):
     """Gaussian noise multiplier that makes DP-SGD (epsilon, delta)-DP.
 
-    Inverts the PRV accountant for ``steps`` steps of Poisson-subsampled Gaussian
-    DP-SGD with rate ``sampling_rate`` under the add/remove-one neighbouring relation.
-    The certified epsilon (accountant upper bound) is ``<= epsilon`` and within 0.5 %
-    of it. Results are cached, so repeated calls (cross-validation refits) are free.
+    Inverts the accountant for ``steps`` steps of Poisson-subsampled Gaussian DP-SGD
+    with rate ``sampling_rate`` under the add/remove-one neighbouring relation: the
+    exact Gaussian-mechanism curve when ``sampling_rate == 1``, else the PRV
+    accountant, or the PLD accountant where the PRV one cannot serve the budget. The
+    certified epsilon (an upper bound) is ``<= epsilon`` and within 0.5 % of it.
+    Results are cached, so repeated calls (cross-validation refits) are free.
 
     Parameters
     ----------
@@ -50,25 +87,55 @@ def noise_multiplier(epsilon, delta, sampling_rate, steps):
     Raises
     ------
     ValueError
-        If an argument is out of range (the message names it) or no noise level
-        reaches the budget.
+        If an argument is out of range (the message names it); if ``delta`` is at
+        least the probability that a row is sampled at all in ``steps`` steps, so
+        that every noise level (even none) meets the budget and there is nothing to
+        calibrate; or if the budget needs a noise multiplier outside [0.1, 1e5]. The
+        message says what to change.
 
     Examples
     --------
     >>> from skdpvi.accounting import noise_multiplier
     >>> sigma, eps = noise_multiplier(1.0, 1e-5, 0.1, 10_000)
-    >>> round(sigma, 1), eps <= 1.0
-    (37.3, True)
+    >>> round(sigma, 1), 0.995 <= eps <= 1.0
+    (37.5, True)
     """
     _check_budget(epsilon, delta, sampling_rate, steps)
-    return _ACCOUNTANT.noise_multiplier(epsilon, delta, sampling_rate, steps)
+    epsilon, delta, sampling_rate, steps = (float(epsilon), float(delta),
+                                            float(sampling_rate), int(steps))
+    mechanism = DPSGDMechanism(1.0, sampling_rate, steps)
+    p_used = _sampled_at_all([mechanism])
+    if delta >= p_used:
+        raise _unreachable(
+            epsilon, delta, sampling_rate, steps,
+            f"a row enters any step only with probability {p_used:.4g} <= delta, so "
+            "the run is (0, delta)-DP without noise and there is no noise level to "
+            "calibrate. Such a delta protects nobody (every row may leak with "
+            "probability delta): choose delta well below 1 / n_samples.")
+    try:
+        try:
+            return _accountant_for([mechanism]).noise_multiplier(
+                epsilon, delta, sampling_rate, steps)
+        except PRVFailed as failed:
+            return _FALLBACK.noise_multiplier(epsilon, delta, sampling_rate, steps,
+                                              guess=failed.sigma_hint)
+    except BudgetUnreachable as exc:
+        if exc.side == "epsilon too small":
+            why = (f"it needs a noise multiplier above {MAX_SIGMA:g}. Increase epsilon "
+                   "or delta, or reduce sampling_rate or the number of steps.")
+        else:
+            why = (f"it needs a noise multiplier below {MIN_SIGMA:g}, where the noise "
+                   "no longer hides a row and the accounting is not tight. Reduce "
+                   f"epsilon, or reduce delta further below {p_used:.4g}, the "
+                   "probability that a row is sampled at all.")
+        raise _unreachable(epsilon, delta, sampling_rate, steps, why) from None
 
 
 def epsilon_spent(noise_multiplier, delta, sampling_rate, steps):
     """Certified epsilon of DP-SGD run with a given noise multiplier.
 
-    The inverse of :func:`noise_multiplier`: the PRV accountant's upper bound on
-    epsilon for ``steps`` steps of Poisson-subsampled Gaussian DP-SGD.
+    The inverse of :func:`noise_multiplier`: the certified upper bound on epsilon for
+    ``steps`` steps of Poisson-subsampled Gaussian DP-SGD (see :func:`compose_epsilon`).
 
     Parameters
     ----------
@@ -88,7 +155,7 @@ def epsilon_spent(noise_multiplier, delta, sampling_rate, steps):
     Examples
     --------
     >>> from skdpvi.accounting import epsilon_spent
-    >>> 0.99 < epsilon_spent(37.4, 1e-5, 0.1, 10_000) < 1.0
+    >>> 0.99 < epsilon_spent(37.6, 1e-5, 0.1, 10_000) < 1.0
     True
     """
     return compose_epsilon([(noise_multiplier, sampling_rate, steps)], delta)
@@ -107,7 +174,9 @@ def compose_epsilon(mechanisms, delta):
     Returns
     -------
     epsilon : float
-        PRV upper bound for the composition.
+        Certified upper bound for the composition (exact for full-batch runs, else
+        from the PRV accountant or, where it fails, the PLD accountant); 0 if
+        ``delta`` is at least the probability that a row is used at all.
 
     Examples
     --------
@@ -121,7 +190,17 @@ def compose_epsilon(mechanisms, delta):
     mechanisms = [_check_mechanism(m) for m in mechanisms]
     if not mechanisms:
         raise ValueError("mechanisms must contain at least one (sigma, q, steps) triple.")
-    return _ACCOUNTANT.epsilon(mechanisms, delta)
+    delta = float(delta)
+    if delta >= _sampled_at_all(mechanisms):
+        return 0.0  # no row is used with probability > delta: (0, delta)-DP
+    try:
+        epsilon = _accountant_for(mechanisms).epsilon(mechanisms, delta)
+    except PRVFailed:
+        epsilon = _FALLBACK.epsilon(mechanisms, delta)
+    if not math.isfinite(epsilon):
+        raise ValueError(f"delta={delta!r} is too small to be accounted for in double "
+                         "precision; use delta >= 1e-15.")
+    return epsilon
 
 
 def total_privacy_spent(estimators, delta=None):

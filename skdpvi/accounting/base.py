@@ -8,9 +8,11 @@ an upper bound, never a point estimate. The public functions of
 :mod:`skdpvi.accounting` validate their inputs (:mod:`~skdpvi.accounting.budget`)
 before an accountant sees them.
 
-One accountant per module: :mod:`~skdpvi.accounting.prv` is the PRV accountant every
-fit uses; a fallback (say, RDP for budgets the PRV grid cannot reach) would be a
-second subclass in its own module.
+One accountant per module: :mod:`~skdpvi.accounting.prv` is the PRV accountant most
+fits use, :mod:`~skdpvi.accounting.gaussian` the exact one of full-batch runs and
+:mod:`~skdpvi.accounting.pld` the fallback where the PRV grid cannot serve a budget;
+:mod:`skdpvi.accounting.api` chooses among them, and
+:mod:`~skdpvi.accounting.calibrate` holds the noise-multiplier search they share.
 """
 
 import abc

@@ -11,6 +11,12 @@ tolerances it over-noises by up to 16 % (epsilon=0.1, delta=1e-5, q=0.1, T=1e4),
 the RDP accountant with default orders cannot reach epsilon=0.1 at all. Here a cheap
 coarse PRV search finds the noise level first and a single fine evaluation certifies
 it, with the FFT grid padded to a fast length; the results are cached.
+
+Where the PRV machinery cannot serve a budget -- a grid too large for memory (tiny
+epsilon with a large delta, or a tiny noise multiplier), or Opacus' internals giving
+up ("Cannot compute epsilon", "Discrete mean differs significantly", an RDP domain
+bound failing) -- :class:`PRVFailed` is raised, and :mod:`skdpvi.accounting.api`
+falls back to the PLD accountant (:mod:`~skdpvi.accounting.pld`).
 """
 
 import functools
@@ -21,20 +27,27 @@ import numpy as np
 from scipy.fft import next_fast_len
 
 from .base import Accountant
+from .calibrate import calibrate
 from .mechanism import merge_repeats
 
-__all__ = ["PRVAccountant"]
+__all__ = ["PRVAccountant", "PRVFailed"]
 
-# Relative slack of the certified epsilon: the upper bound lands in
-# [(1 - _TIGHTNESS) * target, target].
-_TIGHTNESS = 0.005
 # Relative discretisation error allowed in the final, certifying PRV evaluation.
 _FINE_ERROR = 0.0025
 # Relative discretisation error of the cheap evaluations used while searching.
 _COARSE_ERROR = 0.05
-# Largest FFT grid we are willing to build (memory ~ 8 bytes per point, a few copies).
-_MAX_GRID = 40_000_000
-_MAX_SIGMA = 1e5
+# Largest FFT grid we build (~8 bytes per point, a few copies); beyond it (epsilon
+# <= 0.05 with 10^4 steps) the PLD accountant is faster and tighter.
+_MAX_GRID = 10_000_000
+
+
+class PRVFailed(RuntimeError):
+    """The PRV accountant cannot serve this mechanism and budget (see the module doc).
+
+    ``sigma_hint`` is the noise multiplier its coarse search found, if it got that far.
+    """
+
+    sigma_hint = None
 
 
 def _prv_epsilon(history, delta, eps_error):
@@ -44,6 +57,15 @@ def _prv_epsilon(history, delta, eps_error):
     Mirrors ``opacus.accountants.PRVAccountant.get_epsilon`` but pads the
     discretisation grid to a length the FFT handles fast (about 5x quicker).
     """
+    try:
+        return _prv_epsilon_unchecked(history, delta, eps_error)
+    except PRVFailed:
+        raise
+    except (RuntimeError, ValueError, FloatingPointError, OverflowError) as exc:
+        raise PRVFailed(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _prv_epsilon_unchecked(history, delta, eps_error):
     from opacus.accountants.analysis.prv import (
         PoissonSubsampledGaussianPRV,
         TruncatedPrivacyRandomVariable,
@@ -67,8 +89,8 @@ def _prv_epsilon(history, delta, eps_error):
         )
     mesh = eps_error / math.sqrt(sum(counts) * math.log(12 / delta_error) / 2)
     size = 2 * math.ceil(half_width / mesh) + 2
-    if size > _MAX_GRID:
-        raise _GridTooLarge(size)
+    if not size <= _MAX_GRID:
+        raise PRVFailed(f"the PRV grid would have {size} points")
     while size % 2:  # the composition code needs an even, centred grid
         size = next_fast_len(size + 1, real=True)
     size = next_fast_len(size, real=True)
@@ -83,82 +105,39 @@ def _prv_epsilon(history, delta, eps_error):
         ]
         composed = compose_heterogeneous(dprvs=dprvs, num_self_compositions=counts)
         _, estimate, upper = composed.compute_epsilon(delta, delta_error, eps_error)
-    return float(estimate), float(upper)
-
-
-class _GridTooLarge(RuntimeError):
-    pass
-
-
-def _epsilon_estimate(sigma, delta, sampling_rate, steps, rel_error, scale):
-    """Cheap epsilon estimate with discretisation error ``rel_error * scale``."""
-    estimate, _ = _prv_epsilon(((sigma, sampling_rate, steps),), delta, rel_error * scale)
-    return estimate
+    estimate, upper = float(estimate), float(upper)
+    if not (math.isfinite(estimate) and math.isfinite(upper)):
+        raise PRVFailed(f"non-finite epsilon {upper}")
+    # epsilon < 0 means the curve is below delta already at 0: the budget holds at 0
+    return max(estimate, 0.0), max(upper, 0.0)
 
 
 @functools.lru_cache(maxsize=256)
 def _noise_multiplier_cached(epsilon, delta, sampling_rate, steps):
-    aim = epsilon * (1 - _TIGHTNESS / 2)  # centre of the accepted window
-    aim_estimate = aim - _FINE_ERROR * epsilon  # the upper bound adds the fine error
+    def estimate(sigma):
+        history = ((sigma, sampling_rate, steps),)
+        return _prv_epsilon(history, delta, _COARSE_ERROR * epsilon)[0]
 
-    def log_eps(log_sigma):
-        est = _epsilon_estimate(
-            math.exp(log_sigma), delta, sampling_rate, steps, _COARSE_ERROR, epsilon
-        )
-        return math.log(max(est, 1e-300))
+    def certified(sigma):
+        try:
+            return _prv_epsilon(((sigma, sampling_rate, steps),), delta,
+                                _FINE_ERROR * epsilon)[1]
+        except PRVFailed as exc:
+            exc.sigma_hint = sigma  # where the estimate put the root: a head start
+            raise
 
-    # Secant search in (log sigma, log epsilon), where the curve is nearly a line.
-    # Start from the Gaussian-DP central-limit guess mu ~ q sqrt(T) / sigma.
-    x0 = math.log(max(sampling_rate * math.sqrt(steps) / max(epsilon, 1e-3), 0.3))
-    x1 = x0 + 0.2
-    target = math.log(aim_estimate)
-    f0, f1 = log_eps(x0) - target, log_eps(x1) - target
-    for _ in range(40):
-        if abs(f1) < 5e-4:
-            break
-        slope = (f1 - f0) / (x1 - x0) if x1 != x0 else -1.0
-        if not slope < 0:  # epsilon decreases in sigma; guard against noise
-            slope = -1.0
-        step = -f1 / slope
-        x0, f0 = x1, f1
-        x1 = x1 + max(min(step, 2.0), -2.0)
-        if math.exp(x1) > _MAX_SIGMA:
-            raise _BudgetUnreachable()
-        f1 = log_eps(x1) - target
-    sigma = math.exp(x1)
-
-    # Certify with one fine evaluation; nudge sigma if the bound left the window.
-    for _ in range(6):
-        _, upper = _prv_epsilon(
-            ((sigma, sampling_rate, steps),), delta, _FINE_ERROR * epsilon
-        )
-        if (1 - _TIGHTNESS) * epsilon <= upper <= epsilon:
-            return sigma, upper
-        # Local log-log slope of epsilon in sigma is about -1 for large sigma.
-        sigma *= (upper / aim) ** (1.0 if upper > epsilon else 0.9)
-    if upper <= epsilon:
-        return sigma, upper
-    raise _BudgetUnreachable()
-
-
-class _BudgetUnreachable(RuntimeError):
-    pass
+    return calibrate(certified, epsilon, sampling_rate, steps, estimate=estimate,
+                     offset=_FINE_ERROR * epsilon)
 
 
 @functools.lru_cache(maxsize=256)
 def _epsilon_spent_cached(history, delta):
     # A coarse pass gives the scale of epsilon, a fine pass the tight upper bound.
-    try:
-        scale, _ = _prv_epsilon(history, delta, 0.05)
-    except _GridTooLarge:
-        scale = 1.0
-    scale = max(scale, 1e-3)
-    for rel_error in (_FINE_ERROR, 4 * _FINE_ERROR, 16 * _FINE_ERROR, 64 * _FINE_ERROR):
-        try:
-            return _prv_epsilon(history, delta, rel_error * scale)[1]
-        except _GridTooLarge:
-            continue
-    raise ValueError("The privacy loss is too small to account for tightly.")
+    scale, _ = _prv_epsilon(history, delta, 0.05)
+    if scale == 0.0:
+        # the estimate sits at 0: certify with an absolute error instead
+        return _prv_epsilon(history, delta, 1e-3)[1]
+    return _prv_epsilon(history, delta, _FINE_ERROR * max(scale, 1e-3))[1]
 
 
 class PRVAccountant(Accountant):
@@ -187,15 +166,14 @@ class PRVAccountant(Accountant):
         """Tight noise multiplier (see :meth:`Accountant.noise_multiplier`).
 
         The certified epsilon lands within 0.5 % below ``epsilon``; the result is cached.
+
+        Raises
+        ------
+        PRVFailed
+            If the PRV machinery cannot serve the budget (the caller falls back).
+        BudgetUnreachable
+            If no noise multiplier in the searched range meets the budget.
         """
-        try:
-            return _noise_multiplier_cached(
-                float(epsilon), float(delta), float(sampling_rate), int(steps)
-            )
-        except (_BudgetUnreachable, _GridTooLarge):
-            raise ValueError(
-                f"The budget epsilon={epsilon!r}, delta={delta!r} cannot be reached with "
-                f"sampling_rate={sampling_rate!r} and steps={steps!r}: no noise multiplier "
-                f"up to {_MAX_SIGMA:g} attains it with tight accounting. Increase epsilon or "
-                "delta, or reduce sampling_rate or the number of steps."
-            ) from None
+        return _noise_multiplier_cached(
+            float(epsilon), float(delta), float(sampling_rate), int(steps)
+        )
