@@ -10,7 +10,7 @@ the per-example gradients of the weights.
 import torch
 import torch.nn.functional as F
 
-from .gradients import _regulariser_gradient
+from .gradients import _regulariser
 
 __all__ = ["clip_and_sum", "glm_clip_and_sum", "privatize", "release"]
 
@@ -75,36 +75,83 @@ def glm_clip_and_sum(model, phi, eps, batch, n_examples, preconditioner, clip_no
     clipped_sum : torch.Tensor of shape (d,), float64
     norms : torch.Tensor of shape (B,)
     """
-    n, p = model.n_params, model.n_weights
-    X = batch[0]
-    mu, rho = phi[:n], phi[n:]
-    theta = torch.addcmul(mu, F.softplus(rho), eps)
-    reg = _regulariser_gradient(model, theta, eps, rho, n_examples)
-    beta_mu, beta_rho = preconditioner[:n], preconditioner[n:]
-    # grad_eps is linear in eps: weighting eps gives beta_rho * dscale * grad_eps directly
-    weight = beta_rho * torch.sigmoid(rho)
-    r_mean, r_eps, extra_mean, extra_eps = model.glm_gradients(theta, eps * weight, *batch)
-    a, c = reg[:n] * beta_mu, reg[n:] * beta_rho
-    a_w = a[:p]
-    scale_rows = torch.addcmul(c[:p], r_eps, X, value=-1.0)
-    # squared norm of the weights part, then of the scale part
-    sq = torch.addcmul(torch.dot(a_w, a_w) - 2 * r_mean * (X @ (beta_mu[:p] * a_w)),
-                       r_mean * r_mean, row_sq_norms)
-    sq = sq + torch.linalg.vector_norm(scale_rows, dim=1) ** 2
-    if p < n:
-        extra_rows = torch.cat([torch.addcmul(a[p:], beta_mu[p:], extra_mean, value=-1.0),
-                                c[p:] - extra_eps], 1)
-        sq = sq + (extra_rows * extra_rows).sum(1)
-    norms = torch.sqrt(torch.clamp(sq, min=0.0))
-    factors = _clip_factors(norms, clip_norm, weights)
-    total = factors.sum()
-    sum_w = total * a_w - beta_mu[:p] * (factors * r_mean @ X)
-    sum_scale = factors @ scale_rows
-    if p == n:
-        return torch.cat([sum_w, sum_scale]).to(torch.float64), norms
-    sum_extra = factors @ extra_rows
-    k = n - p
-    return torch.cat([sum_w, sum_extra[:k], sum_scale, sum_extra[k:]]).to(torch.float64), norms
+    clip = _GLMClip(model, n_examples, preconditioner, clip_norm)
+    return clip(phi, eps, batch[0], batch[1], row_sq_norms, weights)
+
+
+def _dot(a, b):
+    """Inner products over the last axis; ``torch.dot`` for vectors."""
+    return torch.dot(a, b) if a.dim() == 1 else (a * b).sum(-1, keepdim=True)
+
+
+def _matvec(m, v):
+    """``m @ v`` for a matrix (..., B, p) and a vector (..., p)."""
+    return m @ v if v.dim() == 1 else (m @ v.unsqueeze(-1)).squeeze(-1)
+
+
+def _vecmat(v, m):
+    """``v @ m`` for a vector (..., B) and a matrix (..., B, p)."""
+    return v @ m if v.dim() == 1 else (v.unsqueeze(-2) @ m).squeeze(-2)
+
+
+class _GLMClip:
+    """:func:`glm_clip_and_sum` with its constants fixed once per run.
+
+    Every argument of a call may carry lead axes (the runs of the lockstep engine):
+    ``phi`` (..., d), ``eps`` (..., S, n), ``X`` (..., B, p), ``y``,
+    ``row_sq_norms`` and ``weights`` (..., B). With lead axes the model's functions
+    run under :func:`torch.func.vmap` (``batched=True``).
+    """
+
+    def __init__(self, model, n_examples, preconditioner, clip_norm, batched=False):
+        self.n, self.p = model.n_params, model.n_weights
+        self.n_examples = n_examples
+        self.clip_norm = clip_norm
+        self.beta_mu, self.beta_rho = preconditioner[: self.n], preconditioner[self.n:]
+        self.beta_w = self.beta_mu[: self.p]
+        if batched:
+            from torch.func import vmap
+
+            self.glm_gradients = vmap(model.glm_gradients)
+            self.grad_prior = vmap(model.grad_log_prior_unconstrained)
+        else:
+            self.glm_gradients = model.glm_gradients
+            self.grad_prior = model.grad_log_prior_unconstrained
+
+    def __call__(self, phi, eps, X, y, row_sq_norms, weights=None):
+        n, p = self.n, self.p
+        mu, rho = phi[..., :n], phi[..., n:]
+        scale = F.softplus(rho)
+        theta = torch.addcmul(mu.unsqueeze(-2), scale.unsqueeze(-2), eps)
+        reg = _regulariser(self.grad_prior(theta), eps, rho, scale, self.n_examples)
+        # grad_eps is linear in eps: weighting eps gives beta_rho * dscale * grad_eps directly
+        weight = self.beta_rho * torch.sigmoid(rho)
+        r_mean, r_eps, extra_mean, extra_eps = self.glm_gradients(
+            theta, eps * weight.unsqueeze(-2), X, y)
+        a, c = reg[..., :n] * self.beta_mu, reg[..., n:] * self.beta_rho
+        a_w = a[..., :p]
+        scale_rows = torch.addcmul(c[..., :p].unsqueeze(-2), r_eps, X, value=-1.0)
+        # squared norm of the weights part, then of the scale part
+        sq = torch.addcmul(_dot(a_w, a_w) - 2 * r_mean * _matvec(X, self.beta_w * a_w),
+                           r_mean * r_mean, row_sq_norms)
+        sq = sq + torch.linalg.vector_norm(scale_rows, dim=-1) ** 2
+        if p < n:
+            extra_rows = torch.cat([
+                torch.addcmul(a[..., p:].unsqueeze(-2), self.beta_mu[p:], extra_mean,
+                              value=-1.0),
+                c[..., p:].unsqueeze(-2) - extra_eps], -1)
+            sq = sq + (extra_rows * extra_rows).sum(-1)
+        norms = torch.sqrt(torch.clamp(sq, min=0.0))
+        factors = _clip_factors(norms, self.clip_norm, weights)
+        total = factors.sum() if factors.dim() == 1 else factors.sum(-1, keepdim=True)
+        sum_w = total * a_w - self.beta_w * _vecmat(factors * r_mean, X)
+        sum_scale = _vecmat(factors, scale_rows)
+        if p == n:
+            return torch.cat([sum_w, sum_scale], -1).to(torch.float64), norms
+        sum_extra = _vecmat(factors, extra_rows)
+        k = n - p
+        return torch.cat([sum_w, sum_extra[..., :k], sum_scale, sum_extra[..., k:]],
+                         -1).to(torch.float64), norms
 
 
 def privatize(per_example, clip_norm, noise_std, preconditioner, generator=None, noise=None):
