@@ -130,7 +130,7 @@ def _run_batched(model, prepared, seeds, device, verbose, **settings):
     """The body of :func:`run_dpvi_batched` on prepared :class:`_Data` of equal size."""
     n_runs, n_examples = len(prepared), prepared[0].n_examples
     n_steps = settings["n_steps"]
-    engine = _Engine(model, n_examples, device, batched=True, **settings)
+    engine = _Engine(model, n_examples, device, n_runs=n_runs, **settings)
     generators = [_generator(seed, device) for seed in seeds]
     # every run's step at once: the GLM path carries the runs as a lead axis, the
     # dense path runs under vmap
@@ -138,23 +138,37 @@ def _run_batched(model, prepared, seeds, device, verbose, **settings):
     # gathering rows of all runs through one flat index is much faster than a[rows, index]
     offsets = torch.arange(n_runs, device=device)[:, None] * n_examples
     flat = tuple(torch.cat(parts) for parts in zip(*(engine.columns(d) for d in prepared)))
+    packed = engine.glm
+    if packed:  # (X, y, |beta x|^2) side by side: one gather per step
+        p = flat[0].shape[1]
+        flat = (torch.cat([flat[0], flat[1][:, None], flat[2][:, None]], 1),)
 
     def gather(source, index):
         rows = index.shape[1]
         return source.index_select(0, index.reshape(-1)).reshape(n_runs, rows, *source.shape[1:])
 
-    def draw_block(n_block):
+    def gather_all(at):
+        if not packed:
+            return tuple(gather(a, at) for a in flat)
+        both = gather(flat[0], at)
+        return both[..., :p], both[..., p], both[..., p + 1]
+
+    def draw(n_block):
         blocks = [engine.draw(generator, n_block) for generator in generators]
         eps = torch.stack([b.eps_real if engine.glm else b.eps for b in blocks], 1)
         noise = torch.stack([b.noise for b in blocks], 1)  # (T, R, d)
         index, mask, widths = _padded_indices(blocks, device)
-        index = index + offsets
-        weights = mask.to(_REAL)
+        return eps, noise, index + offsets, mask, mask.to(_REAL), widths
+
+    drawn = engine.prefetched(draw)
+
+    def draw_block(n_block):
+        eps, noise, index, mask, weights, widths = next(drawn)
 
         def step(j, phi):
             width = max(widths[j], 1)
             at = index[j, :, :width]
-            rows = tuple(gather(a, at) for a in flat)
+            rows = gather_all(at)
             return (*clipped_sums(phi, eps[j], weights[j, :, :width], *rows),
                     mask[j, :, :width])
 
