@@ -61,7 +61,7 @@ def run_dpvi_batched(
     return_diagnostics=False,
     device="cpu",
     verbose=0,
-    n_threads="auto",
+    n_threads=None,
 ):
     """Run :func:`~skdpvi.dpvi.run_dpvi` on several data sets at once.
 
@@ -77,8 +77,7 @@ def run_dpvi_batched(
     noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in, learning_rate, \
 learning_rate_scale, n_mc_samples, preconditioner, init_mean, init_scale, record_trace, \
 return_diagnostics, device, verbose, n_threads
-        As in :func:`~skdpvi.dpvi.run_dpvi`, shared by all runs ("auto" threads: the
-        expected gradient block of all runs together).
+        As in :func:`~skdpvi.dpvi.run_dpvi`, shared by all runs.
 
     Returns
     -------
@@ -113,8 +112,7 @@ return_diagnostics, device, verbose, n_threads
     if len(sizes) != 1:
         raise ValueError(f"All data sets must have the same number of rows; got {sorted(sizes)}.")
     n_runs, n_examples = len(prepared), prepared[0].n_examples
-    expected_block = n_runs * n_examples * sampling_rate * model.n_params
-    with _limit_threads(_resolve_threads(n_threads, expected_block)):
+    with _limit_threads(_resolve_threads(n_threads)):
         return _run_batched(model, prepared, seeds, device, verbose,
                             noise_multiplier=noise_multiplier, clip_norm=clip_norm,
                             sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,

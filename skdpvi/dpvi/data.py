@@ -22,9 +22,25 @@ __all__ = []
 #: batch is gathered from the caller's arrays and prepared on its own.
 _PREPARE_ONCE_BYTES = 1 << 25
 #: Rows per chunk when a pass over all the data is needed (row norms, full preparation).
-_CHUNK_ROWS = 1 << 16
+_CHUNK_ROWS = 1 << 14
 #: Precision of the data and the per-example gradients (phi and the sums are float64).
 _REAL = torch.float32
+
+
+def _appends_ones(model):
+    """Whether ``model.prepare_data(X, y)`` only appends a column of ones to ``X``.
+
+    True for skdpvi's regression models with an intercept (and subclasses that keep
+    their ``prepare_data``): the engine then gathers their large batches straight
+    into a buffer whose last column holds the ones, instead of gathering the rows and
+    copying them next to a new column of ones.
+    """
+    from ..models import LinearRegressionModel, LogisticRegressionModel
+
+    for cls in (LinearRegressionModel, LogisticRegressionModel):
+        if isinstance(model, cls) and type(model).prepare_data is cls.prepare_data:
+            return bool(model.fit_intercept)
+    return False
 
 
 def _is_sparse(a):
@@ -60,14 +76,18 @@ class _CSRRows:
             data = data.astype(np.float64)
         self.data = torch.as_tensor(data, device=device)
 
-    def gather(self, index):
+    def gather(self, index, out=None):
+        """Rows ``index`` as a dense float32 (B, p) tensor (written into ``out`` if given)."""
         starts = self.indptr.index_select(0, index)
         lengths = self.indptr.index_select(0, index + 1) - starts
         rows = torch.repeat_interleave(torch.arange(len(index), device=index.device), lengths)
         first = torch.cumsum(lengths, 0) - lengths  # where each row's entries start
         pos = (torch.arange(len(rows), device=index.device)
                + torch.repeat_interleave(starts - first, lengths))
-        out = torch.zeros((len(index), self.shape[1]), dtype=_REAL, device=index.device)
+        if out is None:
+            out = torch.zeros((len(index), self.shape[1]), dtype=_REAL, device=index.device)
+        else:
+            out.zero_()
         out[rows, self.indices.index_select(0, pos)] = self.data.index_select(0, pos).to(_REAL)
         return out
 
@@ -100,6 +120,9 @@ class _Data:
             width = sum(int(np.prod(s.shape[1:])) + 1 for s in self.sources)  # + intercept
             prepare = not sparse and 4 * self.n_examples * width <= _PREPARE_ONCE_BYTES
         self.columns = self.prepared(0, self.n_examples) if prepare else None
+        # large batches of the regression models: gathered into a buffer with the ones
+        self.ones = not prepare and len(self.sources) == 2 and _appends_ones(model)
+        self.buffer = None
 
     def _rows(self, index):
         """The batch rows of every source, as float32, not yet prepared."""
@@ -113,11 +136,37 @@ class _Data:
             return self.model.prepare_data(*(s[start:stop].to(_REAL) for s in self.sources))
         return self.model.prepare_data(*self._rows(index))
 
-    def gather(self, index):
-        """The prepared batch rows ``index`` (int64, sorted) of every array."""
+    def gather(self, index, out=None):
+        """The prepared batch rows ``index`` (int32 or int64, sorted) of every array.
+
+        ``out``: one buffer per prepared column, with at least ``len(index)`` rows, to
+        gather into (no allocation per step); the rows returned are then views of
+        them, valid until the next gather.
+        """
         if self.columns is not None:
-            return tuple(a.index_select(0, index) for a in self.columns)
+            if out is None:
+                return tuple(a.index_select(0, index) for a in self.columns)
+            return tuple(torch.index_select(a, 0, index, out=b[: len(index)])
+                         for a, b in zip(self.columns, out))
+        if self.ones:
+            return self._gather_with_ones(index)
         return self.model.prepare_data(*self._rows(index))
+
+    def _gather_with_ones(self, index):
+        """``model.prepare_data`` of the rows, for a model that appends a column of ones."""
+        X, y = self.sources
+        n_rows, width = len(index), int(X.shape[1])
+        if self.buffer is None or self.buffer.shape[0] < n_rows:
+            self.buffer = torch.ones((max(n_rows, 1), width + 1), dtype=_REAL,
+                                     device=self.device)
+        rows = self.buffer[:n_rows, :width]
+        if isinstance(X, _CSRRows):
+            X.gather(index, out=rows)
+        elif X.dtype == _REAL:
+            torch.index_select(X, 0, index, out=rows)
+        else:
+            rows.copy_(X.index_select(0, index))
+        return self.buffer[:n_rows], y.index_select(0, index).to(_REAL)
 
     def row_sq_norms(self, weights):
         """``|weights * x_i|^2`` of every prepared row of the first array, as float32.

@@ -260,7 +260,7 @@ def run_dpvi(
     return_diagnostics=False,
     device="cpu",
     verbose=0,
-    n_threads="auto",
+    n_threads=None,
 ):
     """Run DP-SGD variational inference and record what NA-DPVI post-processes.
 
@@ -304,10 +304,10 @@ def run_dpvi(
     device : str or torch.device, default="cpu"
     verbose : int, default=0
         Show a progress bar (steps per second and time left) when > 0.
-    n_threads : int or "auto", default="auto"
+    n_threads : int, optional
         Threads torch may use during the run (the caller's setting is restored
-        afterwards). "auto" is 1 unless the expected gradient block (batch rows x
-        parameters) is very large; see :mod:`skdpvi.dpvi.threads`.
+        afterwards). Default: ``$SKDPVI_NUM_THREADS`` if set, else 1; see
+        :mod:`skdpvi.dpvi.threads`.
 
     Returns
     -------
@@ -315,8 +315,7 @@ def run_dpvi(
     """
     device = torch.device(device)
     data = _Data(model, data, device)
-    expected_block = data.n_examples * sampling_rate * model.n_params
-    with _limit_threads(_resolve_threads(n_threads, expected_block)):
+    with _limit_threads(_resolve_threads(n_threads)):
         return _run(model, data, device, random_state, verbose, noise_multiplier=noise_multiplier,
                     clip_norm=clip_norm, sampling_rate=sampling_rate, n_steps=n_steps,
                     burn_in=burn_in, learning_rate=learning_rate,
@@ -332,17 +331,27 @@ def _run(model, data, device, random_state, verbose, **settings):
     generator = _generator(random_state, device)
     blocks = engine.prefetched(lambda n_block: engine.draw(generator, n_block))
 
+    buffers = [None, 0]  # gather buffers of prepared data, and their rows
+
     def draw_block(n_block):
         block = next(blocks)
         assert block.eps.shape[0] == n_block
         eps = block.eps_real if engine.glm else block.eps
         index, sizes = block.index, block.sizes
+        if buffers[1] < index.shape[1]:
+            columns = data.columns if sq_norms is None or data.columns is None \
+                else (*data.columns, sq_norms)
+            buffers[:] = [tuple(torch.empty((index.shape[1], *a.shape[1:]), dtype=a.dtype)
+                                for a in columns) if columns is not None else None,
+                          index.shape[1]]
 
         def step(j, phi):
             rows = index[j, : sizes[j]]
-            batch = data.gather(rows)
+            out = buffers[0]
+            batch = data.gather(rows, None if out is None else out[: len(data.columns)])
             if sq_norms is not None:
-                batch = (*batch, sq_norms.index_select(0, rows))
+                batch = (*batch, sq_norms.index_select(0, rows) if out is None else
+                         torch.index_select(sq_norms, 0, rows, out=out[-1][: sizes[j]]))
             return (*engine.clipped_sum(phi, eps[j], None, *batch), None)
 
         return block.noise, step

@@ -87,7 +87,7 @@ def _row_sq_norms(rows):
     of squares, which is used there instead.
     """
     if rows.is_contiguous():
-        return torch.linalg.vector_norm(rows, dim=-1) ** 2
+        return torch.linalg.vector_norm(rows, dim=-1).square()
     return (rows * rows).sum(-1)
 
 
@@ -144,7 +144,8 @@ class _GLMClip:
             theta, eps * weight.unsqueeze(-2), X, y)
         a, c = reg[..., :n] * self.beta_mu, reg[..., n:] * self.beta_rho
         a_w = a[..., :p]
-        scale_rows = torch.addcmul(c[..., :p].unsqueeze(-2), r_eps, X, value=-1.0)
+        # in place of r_eps, which is not needed again: one block of B x p less
+        scale_rows = torch.addcmul(c[..., :p].unsqueeze(-2), r_eps, X, value=-1.0, out=r_eps)
         # squared norm of the weights part, then of the scale part
         sq = torch.addcmul(_dot(a_w, a_w) - 2 * r_mean * _matvec(X, self.beta_w * a_w),
                            r_mean * r_mean, row_sq_norms)

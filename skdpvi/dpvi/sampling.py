@@ -35,9 +35,11 @@ def poisson_subsamples(n_examples, sampling_rate, n_steps, generator, device="cp
 #: Steps drawn at once, at most: one geometric draw, cumulative sum and search per
 #: block of steps instead of per step, and the released pairs folded once per block.
 _BLOCK_STEPS = 512
-#: Largest padded index block (steps x width) a draw holds; large data sets draw
-#: fewer steps at once, so that the block stays small next to the data.
+#: Largest padded index block (steps x width) drawn 512 steps at a time; a run whose
+#: block of 512 steps would be larger draws ``_LARGE_BLOCK_ELEMENTS`` at a time, so that
+#: the block stays small next to the data.
 _BLOCK_ELEMENTS = 1 << 21
+_LARGE_BLOCK_ELEMENTS = 1 << 19
 #: Rows of geometric gaps (float64) drawn at a time within a block.
 _GAP_ELEMENTS = 1 << 18
 
@@ -52,14 +54,15 @@ def _block_steps(n_examples, sampling_rate, n_steps):
     """Steps whose random numbers a run draws at once.
 
     512, unless the padded index block (512 x the gaps of a step) would exceed
-    ``_BLOCK_ELEMENTS`` (from about 40,000 expected rows per step on): then as many
-    steps as fit. The draws of a run depend on its block size, so it is a function of
-    the problem alone, the same for :func:`~skdpvi.dpvi.run_dpvi` and
-    :func:`~skdpvi.dpvi.run_dpvi_batched`.
+    ``_BLOCK_ELEMENTS`` (from about 3,700 expected rows per step on): then as many
+    steps as fit in ``_LARGE_BLOCK_ELEMENTS``. The draws of a run depend on its block
+    size, so it is a function of the problem alone, the same for
+    :func:`~skdpvi.dpvi.run_dpvi` and :func:`~skdpvi.dpvi.run_dpvi_batched`.
     """
-    width = n_examples if sampling_rate >= 1 else _chunk(n_examples, sampling_rate)
-    fit = max(1, _BLOCK_ELEMENTS // max(width, 1))
-    return max(1, min(n_steps, _BLOCK_STEPS if _BLOCK_STEPS * width <= _BLOCK_ELEMENTS else fit))
+    width = max(n_examples if sampling_rate >= 1 else _chunk(n_examples, sampling_rate), 1)
+    if _BLOCK_STEPS * width <= _BLOCK_ELEMENTS:
+        return max(1, min(n_steps, _BLOCK_STEPS))
+    return max(1, min(n_steps, _LARGE_BLOCK_ELEMENTS // width))
 
 
 def _poisson_block(n_examples, sampling_rate, n_steps, generator, device="cpu", chunk=None):

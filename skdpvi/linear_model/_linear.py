@@ -172,7 +172,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
 
     def _fit_inputs(self, X, y):
         X, y = self._validate_fit_data(X, y)
-        return X, np.asarray(y, dtype=np.float64)
+        return X, np.asarray(y, dtype=np.float32)  # the engine's precision
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)

@@ -176,7 +176,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
             raise ValueError(
                 "y contains only one class; the classifier needs 2 classes to fit."
             )
-        return X, y01.astype(np.float64)
+        return X, y01.astype(np.float32)
 
     def _draw_logits(self, X):
         X = self._check_X(X)

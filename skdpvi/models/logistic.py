@@ -51,7 +51,7 @@ class LogisticRegressionModel(GLMModel):
     def glm_gradients(self, theta, eps, X, y):
         # d/dtheta_s log p(y_i | x_i, theta_s) = (y_i - sigmoid(x_i . theta_s)) x_i;
         # any lead axes (runs of the lockstep engine) broadcast
-        r = y.unsqueeze(-2) - torch.sigmoid(theta @ X.mT)  # (..., S, B)
+        r = (theta @ X.mT).sigmoid_().neg_().add_(y.unsqueeze(-2))  # (..., S, B), in place
         n_draws = theta.shape[-2]
         none = X.new_empty((*X.shape[:-1], 0))
         return r.mean(-2), r.mT @ (eps / n_draws), none, none

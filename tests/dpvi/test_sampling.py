@@ -77,10 +77,10 @@ def test_gaps_drawn_in_pieces_are_the_gaps_drawn_at_once(monkeypatch):
 
 
 def test_large_data_draw_fewer_steps_at_once():
-    from skdpvi.dpvi.sampling import _BLOCK_ELEMENTS, _block_steps, _chunk
+    from skdpvi.dpvi.sampling import _LARGE_BLOCK_ELEMENTS, _block_steps, _chunk
 
     assert _block_steps(30_162, 0.1, 10_000) == 512  # Adult: the block of the paper runs
     assert _block_steps(5000, 0.1, 300) == 300
-    steps = _block_steps(10**7, 0.1, 10_000)
-    assert 1 <= steps < 512 and steps * _chunk(10**7, 0.1) <= max(_BLOCK_ELEMENTS,
-                                                                 _chunk(10**7, 0.1))
+    assert 1 < _block_steps(10**6, 0.02, 10_000) < 512
+    assert _block_steps(10**6, 0.02, 10_000) * _chunk(10**6, 0.02) <= _LARGE_BLOCK_ELEMENTS
+    assert _block_steps(10**7, 0.1, 10_000) == 1

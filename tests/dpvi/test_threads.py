@@ -47,11 +47,14 @@ def test_runs_use_one_thread_and_restore_the_callers_setting(two_threads, seen, 
     data = _data()
     run_dpvi(LinearRegressionModel(2), data, **KWARGS)
     run_dpvi(LinearRegressionModel(2), data, n_threads=2, **KWARGS)
-    monkeypatch.setattr(threads, "_MULTITHREAD_MIN_BLOCK", 0)  # "auto" on a huge problem
+    monkeypatch.setenv("SKDPVI_NUM_THREADS", "2")
     run_dpvi(LinearRegressionModel(2), data, **KWARGS)
     assert seen == [1, 2, 2] and torch.get_num_threads() == 2
     with pytest.raises(ValueError, match="n_threads"):
         run_dpvi(LinearRegressionModel(2), data, n_threads=0, **KWARGS)
+    monkeypatch.setenv("SKDPVI_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="SKDPVI_NUM_THREADS"):
+        run_dpvi(LinearRegressionModel(2), data, **KWARGS)
 
 
 def test_estimator_fits_run_dp_sgd_on_one_thread(two_threads, seen):
