@@ -7,7 +7,10 @@ T = 10,000, emcee post-processing, ...), data from
 32): each task fits its simulations together (DP-SGD in lockstep,
 ``run_dpvi_batched``). The one-fit-per-job path (``batch_size=1``) is timed on a
 smaller K in the same run and extrapolated linearly to K (its simulations are
-independent and equally expensive).
+independent and equally expensive). Besides the wall time, the CPU time of all the
+processes (the workers included) is reported: on a machine shared with other jobs it
+says what the study costs, and divided by the number of workers, how long it takes
+on idle cores.
 
 With ``--dask`` the batched study runs on a ``distributed.LocalCluster`` (one
 single-threaded worker process per job) through ``joblib.parallel_backend("dask")``,
@@ -40,13 +43,31 @@ class Simulator:
         return theta, X, y
 
 
-def study(n_sim, batch_size, n_jobs, steps, seed=0):
+def cpu_seconds():
+    """CPU time (user + system) of this process and all its children, alive or not."""
+    import resource
+
+    import psutil
+
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return total + ended.ru_utime + ended.ru_stime
+
+
+def study(n_sim, batch_size, n_jobs, steps, seed=0, alpha_grid=None):
+    """(result, wall seconds, CPU seconds of all processes) of one study."""
     est = DPBayesianLinearRegression(max_iter=steps)
-    start = time.perf_counter()
+    cpu, start = cpu_seconds(), time.perf_counter()
     result = run_tarp_study(est, Simulator(), n_simulations=n_sim, n_draws=1000,
                             unconstrained=True, n_jobs=n_jobs, random_state=seed,
-                            batch_size=batch_size)
-    return result, time.perf_counter() - start
+                            batch_size=batch_size, alpha_grid=alpha_grid)
+    return result, time.perf_counter() - start, cpu_seconds() - cpu
 
 
 def main():
@@ -74,38 +95,38 @@ def main():
                           dashboard_address=None) as cluster, Client(cluster) as client:
             print(f"cluster: {client}")
             with joblib.parallel_backend("dask"):
-                fast, seconds = study(args.n_sim, batch, -1, args.steps)
+                fast, seconds, cpu = study(args.n_sim, batch, -1, args.steps)
         print(f"batched study on the LocalCluster ({args.n_jobs} workers): K={args.n_sim} "
-              f"in {seconds:.1f} s; TARP RMSE {fast.rmse:.4f}")
-        payload.update(dask_seconds=seconds, rmse=float(fast.rmse))
+              f"in {seconds:.1f} s, {cpu:.0f} CPU-s; TARP RMSE {fast.rmse:.4f}")
+        payload.update(dask_seconds=seconds, dask_cpu_seconds=cpu, rmse=float(fast.rmse))
         if args.check:
-            local, local_seconds = study(args.n_sim, batch, args.n_jobs, args.steps)
+            local, local_seconds, _ = study(args.n_sim, batch, args.n_jobs, args.steps)
             same = np.array_equal(local.samples, fast.samples)
             print(f"local run: {local_seconds:.1f} s, RMSE {local.rmse:.4f}; "
                   f"identical draws: {same}")
             payload.update(local_seconds=local_seconds, identical=bool(same))
     else:
-        fast, seconds = study(args.n_sim, batch, args.n_jobs, args.steps)
-        print(f"batched study: K={args.n_sim} in {seconds:.1f} s "
-              f"({seconds / 60:.2f} min); TARP RMSE {fast.rmse:.4f}")
-        payload.update(batched_seconds=seconds, rmse=float(fast.rmse))
+        fast, seconds, cpu = study(args.n_sim, batch, args.n_jobs, args.steps)
+        print(f"batched study: K={args.n_sim} in {seconds:.1f} s ({seconds / 60:.2f} min), "
+              f"{cpu:.0f} CPU-s (= {cpu / args.n_jobs / 60:.2f} min on {args.n_jobs} idle "
+              f"cores); TARP RMSE {fast.rmse:.4f}")
+        payload.update(batched_seconds=seconds, batched_cpu_seconds=cpu, rmse=float(fast.rmse))
         if args.slow_n_sim:
             slow_k = max(args.slow_n_sim, 2 * args.n_jobs)
-            # n_simulations must reach the 21 credibility levels: time the first
-            # slow_k fits of a 21-simulation study through a coarse grid instead
-            est = DPBayesianLinearRegression(max_iter=args.steps)
-            start = time.perf_counter()
-            run_tarp_study(est, Simulator(), n_simulations=slow_k, n_draws=1000,
-                           unconstrained=True, n_jobs=args.n_jobs, random_state=0,
-                           batch_size=1, alpha_grid=np.linspace(0, 1, min(slow_k, 21)))
-            slow = time.perf_counter() - start
-            per_sim = slow / slow_k
-            print(f"one fit per job: K={slow_k} in {slow:.1f} s, {per_sim:.2f} s per "
-                  f"simulation -> K={args.n_sim} extrapolated: {per_sim * args.n_sim:.0f} s; "
-                  f"speed-up of the batched path {per_sim * args.n_sim / seconds:.1f}x")
-            payload.update(slow_n_sim=slow_k, slow_seconds=slow,
+            # fewer simulations than the 21 credibility levels: a coarser TARP grid
+            _, slow, slow_cpu = study(slow_k, 1, args.n_jobs, args.steps,
+                                      alpha_grid=np.linspace(0, 1, min(slow_k, 21)))
+            per_sim, per_cpu = slow / slow_k, slow_cpu / slow_k
+            print(f"one fit per job: K={slow_k} in {slow:.1f} s, {slow_cpu:.0f} CPU-s: "
+                  f"{per_sim:.2f} s and {per_cpu:.2f} CPU-s per simulation -> K={args.n_sim} "
+                  f"extrapolated: {per_sim * args.n_sim:.0f} s, {per_cpu * args.n_sim:.0f} "
+                  f"CPU-s; speed-up of the batched path {per_sim * args.n_sim / seconds:.1f}x "
+                  f"(wall), {per_cpu * args.n_sim / cpu:.1f}x (CPU)")
+            payload.update(slow_n_sim=slow_k, slow_seconds=slow, slow_cpu_seconds=slow_cpu,
                            slow_extrapolated=per_sim * args.n_sim,
-                           speedup=per_sim * args.n_sim / seconds)
+                           slow_cpu_extrapolated=per_cpu * args.n_sim,
+                           speedup=per_sim * args.n_sim / seconds,
+                           speedup_cpu=per_cpu * args.n_sim / cpu)
     payload["load_after"] = os.getloadavg()
     print(f"load average after: {payload['load_after']}")
     save("bench_study" + ("_dask" if args.dask else ""), payload)

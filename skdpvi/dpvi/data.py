@@ -136,18 +136,14 @@ class _Data:
             return self.model.prepare_data(*(s[start:stop].to(_REAL) for s in self.sources))
         return self.model.prepare_data(*self._rows(index))
 
-    def gather(self, index, out=None):
+    def gather(self, index):
         """The prepared batch rows ``index`` (int32 or int64, sorted) of every array.
 
-        ``out``: one buffer per prepared column, with at least ``len(index)`` rows, to
-        gather into (no allocation per step); the rows returned are then views of
-        them, valid until the next gather.
+        For data not prepared up front, the first array of the regression models is
+        returned as a view of a buffer that the next gather overwrites.
         """
         if self.columns is not None:
-            if out is None:
-                return tuple(a.index_select(0, index) for a in self.columns)
-            return tuple(torch.index_select(a, 0, index, out=b[: len(index)])
-                         for a, b in zip(self.columns, out))
+            return tuple(a.index_select(0, index) for a in self.columns)
         if self.ones:
             return self._gather_with_ones(index)
         return self.model.prepare_data(*self._rows(index))

@@ -331,27 +331,30 @@ def _run(model, data, device, random_state, verbose, **settings):
     generator = _generator(random_state, device)
     blocks = engine.prefetched(lambda n_block: engine.draw(generator, n_block))
 
-    buffers = [None, 0]  # gather buffers of prepared data, and their rows
+    # data prepared up front: every step gathers its rows into the same buffers
+    columns = None if data.columns is None else (
+        data.columns if sq_norms is None else (*data.columns, sq_norms))
+    buffers = {"rows": 0}
 
     def draw_block(n_block):
         block = next(blocks)
         assert block.eps.shape[0] == n_block
         eps = block.eps_real if engine.glm else block.eps
         index, sizes = block.index, block.sizes
-        if buffers[1] < index.shape[1]:
-            columns = data.columns if sq_norms is None or data.columns is None \
-                else (*data.columns, sq_norms)
-            buffers[:] = [tuple(torch.empty((index.shape[1], *a.shape[1:]), dtype=a.dtype)
-                                for a in columns) if columns is not None else None,
-                          index.shape[1]]
+        if columns is not None and buffers["rows"] < index.shape[1]:
+            buffers.update(rows=index.shape[1], out=tuple(
+                torch.empty((index.shape[1], *a.shape[1:]), dtype=a.dtype, device=a.device)
+                for a in columns))
 
         def step(j, phi):
             rows = index[j, : sizes[j]]
-            out = buffers[0]
-            batch = data.gather(rows, None if out is None else out[: len(data.columns)])
-            if sq_norms is not None:
-                batch = (*batch, sq_norms.index_select(0, rows) if out is None else
-                         torch.index_select(sq_norms, 0, rows, out=out[-1][: sizes[j]]))
+            if columns is not None:
+                batch = tuple(torch.index_select(a, 0, rows, out=out[: sizes[j]])
+                              for a, out in zip(columns, buffers["out"]))
+            else:
+                batch = data.gather(rows)
+                if sq_norms is not None:
+                    batch = (*batch, sq_norms.index_select(0, rows))
             return (*engine.clipped_sum(phi, eps[j], None, *batch), None)
 
         return block.noise, step
