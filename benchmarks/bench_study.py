@@ -4,7 +4,7 @@ The Table 2 cell: ``DPBayesianLinearRegression()`` with its defaults (epsilon 1,
 T = 10,000, emcee post-processing, ...), data from
 ``skdpvi.datasets.make_nig_linear_regression(5000)``, TARP in the unconstrained space.
 ``run_tarp_study`` runs K simulations in tasks of ``batch_size`` (default "auto",
-32): each task fits its simulations together (DP-SGD in lockstep,
+64): each task fits its simulations together (DP-SGD in lockstep,
 ``run_dpvi_batched``). The one-fit-per-job path (``batch_size=1``) is timed on a
 smaller K in the same run and extrapolated linearly to K (its simulations are
 independent and equally expensive). Besides the wall time, the CPU time of all the
