@@ -20,6 +20,8 @@ burn-in enter the post-processing, through six per-coordinate running sums
 
 One concept per module, in the order of the data flow:
 
+``data``        the private data, read one batch of rows at a time, never copied
+                when large (float32/float64 arrays, memory maps, sparse CSR)
 ``sampling``    Poisson subsamples, centred Monte Carlo draws, the fixed draw order
 ``gradients``   per-example gradients of the negative ELBO
 ``mechanism``   clip, sum, add noise, undo the preconditioning
@@ -28,6 +30,7 @@ One concept per module, in the order of the data flow:
 ``result``      what a run releases
 ``loop``        one run, and the step loop shared with ``batched``
 ``batched``     many runs in lockstep
+``threads``     torch's thread count while a run goes (one, by default)
 """
 
 from .batched import run_dpvi_batched

@@ -17,29 +17,28 @@ have the same number of rows.
 
 import torch
 from torch.func import vmap
-from torch.nn.utils.rnn import pad_sequence
 
-from .loop import _REAL, _Engine, _generator, _prepare_data, _progress_bar
+from .data import _REAL, _Data
+from .loop import _Engine, _generator, _progress_bar
+from .threads import _limit_threads, _resolve_threads
 
 __all__ = ["run_dpvi_batched"]
 
 
-def _padded_indices(batches_per_run, device):
-    """Stack R lists of T index tensors into (T, R, B_max) indices and a 0/1 mask.
+def _padded_indices(blocks, device):
+    """Stack R runs' padded (T, B_r) indices into (T, R, B_max) indices and a 0/1 mask.
 
     Padding rows point at example 0 and carry weight 0, so they change neither the
     clipped sum nor the diagnostics.
     """
-    padded = [pad_sequence(batches, batch_first=True) for batches in batches_per_run]
-    width = max(max(p.shape[1] for p in padded), 1)
-    n_block = len(batches_per_run[0])
-    index = torch.zeros((n_block, len(padded), width), dtype=torch.int64, device=device)
-    for r, p in enumerate(padded):
-        index[:, r, : p.shape[1]] = p
-    sizes = torch.tensor([[len(b) for b in batches] for batches in batches_per_run],
-                         device=device).T  # (T, R)
+    width = max(max(b.index.shape[1] for b in blocks), 1)
+    n_block = blocks[0].index.shape[0]
+    index = torch.zeros((n_block, len(blocks), width), dtype=torch.int64, device=device)
+    for r, b in enumerate(blocks):
+        index[:, r, : b.index.shape[1]] = b.index
+    sizes = torch.stack([b.counts for b in blocks], 1)  # (T, R)
     mask = torch.arange(width, device=device) < sizes[..., None]
-    return index, mask
+    return index, mask, sizes.amax(1).tolist()
 
 
 def run_dpvi_batched(
@@ -62,6 +61,7 @@ def run_dpvi_batched(
     return_diagnostics=False,
     device="cpu",
     verbose=0,
+    n_threads=None,
 ):
     """Run :func:`~skdpvi.dpvi.run_dpvi` on several data sets at once.
 
@@ -76,7 +76,7 @@ def run_dpvi_batched(
         random_state=random_states[r], ...)``.
     noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in, learning_rate, \
 learning_rate_scale, n_mc_samples, preconditioner, init_mean, init_scale, record_trace, \
-return_diagnostics, device, verbose
+return_diagnostics, device, verbose, n_threads
         As in :func:`~skdpvi.dpvi.run_dpvi`, shared by all runs.
 
     Returns
@@ -107,40 +107,68 @@ return_diagnostics, device, verbose
             f"{len(datasets)} data sets."
         )
     device = torch.device(device)
-    prepared = [_prepare_data(model, data, _REAL, device) for data in datasets]
-    sizes = {t[0].shape[0] for t in prepared}
+    prepared = [_Data(model, data, device, prepare=True) for data in datasets]
+    sizes = {d.n_examples for d in prepared}
     if len(sizes) != 1:
         raise ValueError(f"All data sets must have the same number of rows; got {sorted(sizes)}.")
-    tensors = tuple(torch.stack(parts) for parts in zip(*prepared))  # each (R, N, ...)
-    n_runs, n_examples = tensors[0].shape[:2]
-    engine = _Engine(
-        model, n_examples, device, noise_multiplier=noise_multiplier, clip_norm=clip_norm,
-        sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
-        learning_rate=learning_rate, learning_rate_scale=learning_rate_scale,
-        n_mc_samples=n_mc_samples, preconditioner=preconditioner, init_mean=init_mean,
-        init_scale=init_scale, record_trace=record_trace, return_diagnostics=return_diagnostics,
-    )
+    n_runs, n_examples = len(prepared), prepared[0].n_examples
+    with _limit_threads(_resolve_threads(n_threads)):
+        return _run_batched(model, prepared, seeds, device, verbose,
+                            noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+                            sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
+                            learning_rate=learning_rate,
+                            learning_rate_scale=learning_rate_scale,
+                            n_mc_samples=n_mc_samples, preconditioner=preconditioner,
+                            init_mean=init_mean, init_scale=init_scale,
+                            record_trace=record_trace,
+                            return_diagnostics=return_diagnostics)
+
+
+def _run_batched(model, prepared, seeds, device, verbose, **settings):
+    """The body of :func:`run_dpvi_batched` on prepared :class:`_Data` of equal size."""
+    n_runs, n_examples = len(prepared), prepared[0].n_examples
+    n_steps = settings["n_steps"]
+    engine = _Engine(model, n_examples, device, n_runs=n_runs, **settings)
     generators = [_generator(seed, device) for seed in seeds]
-    clipped_sums = vmap(engine.clipped_sum)  # every run's step at once
+    # every run's step at once: the GLM path carries the runs as a lead axis, the
+    # dense path runs under vmap
+    clipped_sums = engine.clipped_sum if engine.glm else vmap(engine.clipped_sum)
     # gathering rows of all runs through one flat index is much faster than a[rows, index]
     offsets = torch.arange(n_runs, device=device)[:, None] * n_examples
-    flat = tuple(a.reshape(n_runs * n_examples, *a.shape[2:]) for a in engine.columns(tensors))
+    flat = tuple(torch.cat(parts) for parts in zip(*(engine.columns(d) for d in prepared)))
+    packed = engine.glm
+    if packed:  # (X, y, |beta x|^2) side by side: one gather per step
+        p = flat[0].shape[1]
+        flat = (torch.cat([flat[0], flat[1][:, None], flat[2][:, None]], 1),)
 
     def gather(source, index):
         rows = index.shape[1]
         return source.index_select(0, index.reshape(-1)).reshape(n_runs, rows, *source.shape[1:])
 
+    def gather_all(at):
+        if not packed:
+            return tuple(gather(a, at) for a in flat)
+        both = gather(flat[0], at)
+        return both[..., :p], both[..., p], both[..., p + 1]
+
+    def draw(n_block):
+        blocks = [engine.draw(generator, n_block) for generator in generators]
+        eps = torch.stack([b.eps_real if engine.glm else b.eps for b in blocks], 1)
+        noise = torch.stack([b.noise for b in blocks], 1)  # (T, R, d)
+        index, mask, widths = _padded_indices(blocks, device)
+        return eps, noise, index + offsets, mask, mask.to(_REAL), widths
+
+    drawn = engine.prefetched(draw)
+
     def draw_block(n_block):
-        draws = [engine.draw(generator, n_block) for generator in generators]
-        eps = torch.stack([e for e, _, _ in draws], 1)  # (T, R, S, n)
-        noise = torch.stack([z for _, _, z in draws], 1)  # (T, R, d)
-        index, mask = _padded_indices([b for _, b, _ in draws], device)
-        weights = mask.to(_REAL)
+        eps, noise, index, mask, weights, widths = next(drawn)
 
         def step(j, phi):
-            at = index[j] + offsets
-            rows = tuple(gather(a, at) for a in flat)
-            return (*clipped_sums(phi, eps[j], weights[j], *rows), mask[j])
+            width = max(widths[j], 1)
+            at = index[j, :, :width]
+            rows = gather_all(at)
+            return (*clipped_sums(phi, eps[j], weights[j, :, :width], *rows),
+                    mask[j, :, :width])
 
         return noise, step
 

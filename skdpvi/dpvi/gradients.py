@@ -20,11 +20,19 @@ def _regulariser_gradient(model, theta, eps, rho, n_examples):
     reparameterised draws, log q = -sum(log scale) - |eps|^2 / 2 + const, whose
     gradient is -dscale/scale in rho and 0 in mu.
     """
-    grad_prior = model.grad_log_prior_unconstrained(theta)  # (S, n)
+    return _regulariser(model.grad_log_prior_unconstrained(theta), eps, rho,
+                        F.softplus(rho), n_examples)
+
+
+def _regulariser(grad_prior, eps, rho, scale, n_examples):
+    """:func:`_regulariser_gradient` from the prior gradients (..., S, n) at theta.
+
+    Any lead axes (runs of the lockstep engine) are kept; ``scale = softplus(rho)``.
+    """
     dscale = torch.sigmoid(rho)
-    g_mu = -grad_prior.mean(0)
-    g_rho = -dscale / F.softplus(rho) - (grad_prior * eps).mean(0) * dscale
-    return torch.cat([g_mu, g_rho]) / n_examples
+    g_mu = -grad_prior.mean(-2)
+    g_rho = -dscale / scale - (grad_prior * eps).mean(-2) * dscale
+    return torch.cat([g_mu, g_rho], -1) / n_examples
 
 
 def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=None):

@@ -15,42 +15,37 @@ or for runs in lockstep (:mod:`~skdpvi.dpvi.batched`), which differ from a singl
 run only in how they draw their random numbers and gather their batches.
 """
 
-import numpy as np
+from concurrent.futures import ThreadPoolExecutor
+
 import torch
 
 from ..models.base import GLMModel
+from .data import _REAL, _Data
 from .gradients import per_example_gradients
-from .mechanism import clip_and_sum, glm_clip_and_sum, group_clip_norms, release
+from .mechanism import _GLMClip, clip_and_sum, group_clip_norms
 from .result import _result
-from .sampling import _draw_block
+from .sampling import _block_steps, _draw_block
 from .schedule import _schedule
 from .statistics import _TraceRecorder
+from .threads import _limit_threads, _resolve_threads
 
 __all__ = ["run_dpvi"]
 
 #: Expected size (batch rows x weights) of the gradient block above which the
 #: factored GLM path (:func:`glm_clip_and_sum`) is faster than the dense one.
 _GLM_PATH_MIN_BLOCK = 20_000
-#: Steps whose random numbers are drawn, and whose released pairs are folded, at once.
-_BLOCK_STEPS = 512
-#: Precision of the data and the per-example gradients (phi and the sums are float64).
-_REAL = torch.float32
 
 
-def _prepare_data(model, data, dtype, device):
-    return model.prepare_data(
-        *(torch.tensor(np.asarray(a), dtype=dtype, device=device) for a in data)
-    )
-
-
-def _use_glm_path(model, n_examples, sampling_rate):
+def _use_glm_path(model, n_examples, sampling_rate, n_runs=1):
     # The factored GLM path saves two passes over the (B, n) gradient block; for
     # small blocks its extra small operations cost more than that (bench_engine).
+    # Runs in lockstep share every operation: their blocks add up.
     return (isinstance(model, GLMModel)
-            and n_examples * sampling_rate * model.n_weights >= _GLM_PATH_MIN_BLOCK)
+            and n_runs * n_examples * sampling_rate * model.n_weights >= _GLM_PATH_MIN_BLOCK)
 
 
 def _progress_bar(verbose, n_steps, desc="DP-SGD"):
+    """A tqdm bar (with rate and ETA) when ``verbose``, else None."""
     if not verbose:
         return None
     from tqdm.auto import tqdm
@@ -65,18 +60,36 @@ def _generator(seed, device):
     return generator
 
 
+class _Block:
+    """The random numbers of one run's next steps, ready for the step loop.
+
+    ``eps`` (n_block, S, n) float64 Monte Carlo draws (``eps_real``: float32, for
+    the GLM path), ``index`` (n_block, width) and ``counts`` (n_block,) the padded
+    Poisson subsamples (``sizes``: the counts as Python ints), ``noise`` (n_block, d)
+    the DP noise already multiplied by sigma C.
+    """
+
+    def __init__(self, engine, eps, index, counts, noise):
+        self.eps = eps
+        self.eps_real = eps.to(_REAL) if engine.glm else None
+        self.index = index
+        self.counts = counts
+        self.sizes = counts.tolist()
+        self.noise = engine.noise_std * noise
+
+
 class _Engine:
     """What a DP-SGD run fixes before its first step, and the loop over its steps.
 
-    One engine serves one run (phi of shape (d,)) or R runs in lockstep (phi of
-    shape (R, d)) on data sets of ``n_examples`` rows; the keyword arguments are
-    those of :func:`run_dpvi`.
+    One engine serves one run (phi of shape (d,), ``n_runs=None``) or ``n_runs`` runs
+    in lockstep (phi of shape (R, d)) on data sets of ``n_examples`` rows; the keyword
+    arguments are those of :func:`run_dpvi`.
     """
 
     def __init__(self, model, n_examples, device, *, noise_multiplier, clip_norm,
                  sampling_rate, n_steps, burn_in, learning_rate, learning_rate_scale,
                  n_mc_samples, preconditioner, init_mean, init_scale, record_trace,
-                 return_diagnostics):
+                 return_diagnostics, n_runs=None):
         self.model = model
         self.n_examples = n_examples
         self.device = device
@@ -96,67 +109,104 @@ class _Engine:
         self.beta_real = self.beta.to(_REAL)
         self.lr = torch.tensor(self.plan.lr, dtype=torch.float64, device=device)
         self.noise_std = float(noise_multiplier) * float(clip_norm)
-        self.glm = _use_glm_path(model, n_examples, sampling_rate)
+        self.glm = _use_glm_path(model, n_examples, sampling_rate, n_runs or 1)
         shares = getattr(model, "clip_shares", None)
-        self.group_norms = None if shares is None else group_clip_norms(clip_norm, shares)
+        self.group_norms = (None if shares is None
+                            else group_clip_norms(float(clip_norm), shares))
+        self.glm_clip = (_GLMClip(model, n_examples, self.beta_real, float(clip_norm),
+                                  batched=n_runs is not None, group_norms=self.group_norms)
+                         if self.glm else None)
 
-    def columns(self, tensors):
-        """The per-example tensors whose rows a step gathers.
+    def columns(self, data):
+        """The per-example tensors whose rows a step gathers, of a prepared :class:`_Data`.
 
         The prepared data, and on the GLM path ``|beta_w x_i|^2`` of every row last
-        (computed once per fit). Any lead axes of the data (runs) are kept.
+        (computed once per fit).
         """
         if not self.glm:
-            return tensors
-        beta_w = self.beta[: self.model.n_weights]
-        return (*tensors, ((tensors[0].double() * beta_w) ** 2).sum(-1).to(_REAL))
+            return data.columns
+        return (*data.columns, self.row_sq_norms(data))
+
+    def row_sq_norms(self, data):
+        """``|beta_w x_i|^2`` of every row of a :class:`_Data` (the GLM path)."""
+        return data.row_sq_norms(self.beta[: self.model.n_weights])
 
     def draw(self, generator, n_block):
         """The random numbers of one run's next ``n_block`` steps (see ``_draw_block``)."""
-        return _draw_block(generator, n_block, self.n_mc_samples, self.model.n_params,
-                           self.n_examples, self.settings["sampling_rate"], self.device)
+        return _Block(self, *_draw_block(generator, n_block, self.n_mc_samples,
+                                         self.model.n_params, self.n_examples,
+                                         self.settings["sampling_rate"], self.device))
+
+    def block_sizes(self):
+        """The number of steps of every block of a run, in order."""
+        n_steps = self.settings["n_steps"]
+        block = _block_steps(self.n_examples, self.settings["sampling_rate"], n_steps)
+        return [min(block, n_steps - start) for start in range(0, n_steps, block)]
+
+    def prefetched(self, draw, prefetch=True):
+        """``draw(n_block)`` of every block in order, each drawn while the previous runs.
+
+        The draws of a run need only its generator, never phi, so a second thread
+        draws block k + 1 (Poisson gaps, Monte Carlo draws, noise: about 15 % of a
+        step on Adult) while the loop runs block k; the numbers are the same, drawn
+        in the same order. ``prefetch=False`` draws in the calling thread.
+        """
+        sizes = self.block_sizes()
+        if not prefetch or len(sizes) == 1:
+            for size in sizes:
+                yield draw(size)
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="skdpvi-draws") as pool:
+            future = pool.submit(draw, sizes[0])
+            for k in range(len(sizes)):
+                block = future.result()
+                if k + 1 < len(sizes):
+                    future = pool.submit(draw, sizes[k + 1])
+                yield block
 
     def clipped_sum(self, phi, eps, weights, *rows):
         """Clipped sum of one run's preconditioned per-example gradients, and their norms.
 
-        ``rows`` are the batch rows of :meth:`columns`; ``weights`` multiply the
-        clipped rows (None: all count).
+        ``rows`` are the prepared batch rows (and on the GLM path ``|beta_w x_i|^2``
+        last); ``eps`` is float32 on the GLM path, float64 otherwise; ``weights``
+        multiply the clipped rows (None: all count).
         """
-        clip_norm = self.settings["clip_norm"]
         if self.glm:
-            *batch, sq_norms = rows
-            return glm_clip_and_sum(self.model, phi.to(_REAL), eps.to(_REAL), tuple(batch),
-                                    self.n_examples, self.beta_real, clip_norm, sq_norms,
-                                    weights=weights, group_norms=self.group_norms)
+            X, y, sq_norms = rows
+            return self.glm_clip(phi.to(_REAL), eps, X, y, sq_norms, weights)
         per_example = per_example_gradients(self.model, phi, eps, rows, self.n_examples,
                                             self.beta_real)
         groups = None if self.group_norms is None else (self.model.n_weights, self.group_norms)
-        return clip_and_sum(per_example, clip_norm, weights=weights, groups=groups)
+        return clip_and_sum(per_example, self.settings["clip_norm"], weights=weights,
+                            groups=groups)
 
     def descend(self, phi, draw_block, progress=None):
         """Run all the steps from ``phi``; return (phi_T, recorder, (n_clipped, n_seen)).
 
         ``phi`` has shape (*lead, d): lead is () for one run, (R,) for R runs.
         ``draw_block(n_block)`` draws the random numbers of the next ``n_block`` steps
-        and returns ``(noise, step)``: the standard normal noise (n_block, *lead, d)
-        and ``step(j, phi) -> (clipped_sum, norms, mask)`` for step j of the block,
-        where ``mask`` marks the real rows of ``norms`` (None: all are).
+        and returns ``(noise, step)``: the DP noise (n_block, *lead, d), already
+        multiplied by sigma C, and ``step(j, phi) -> (clipped_sum, norms, mask)`` for
+        step j of the block, where ``mask`` marks the real rows of ``norms`` (None:
+        all are).
         """
         n_steps, clip_norm = self.settings["n_steps"], self.settings["clip_norm"]
         lead, d = tuple(phi.shape[:-1]), phi.shape[-1]
-        block = min(n_steps, _BLOCK_STEPS)
+        block = _block_steps(self.n_examples, self.settings["sampling_rate"], n_steps)
         recorder = _TraceRecorder(n_steps, self.settings["burn_in"], lead, d, block,
                                   self.record_trace, self.device)
         n_clipped = torch.zeros(lead, dtype=torch.float64, device=self.device)
         n_seen = torch.zeros(lead, dtype=torch.float64, device=self.device)
+        beta, lr, diagnostics = self.beta, self.lr, self.return_diagnostics
+        phis, grads = recorder.phi, recorder.grad
         for start in range(0, n_steps, block):
             stop = min(start + block, n_steps)
             noise, step = draw_block(stop - start)
             for j in range(stop - start):
-                recorder.phi[j] = phi
+                phis[j] = phi
                 clipped_sum, norms, mask = step(j, phi)
-                g_tilde = release(clipped_sum, self.noise_std, self.beta, noise=noise[j])
-                if self.return_diagnostics:
+                g_tilde = (clipped_sum + noise[j]) / beta  # the release (paper A59)
+                if diagnostics:
                     clipped = norms > clip_norm
                     if mask is None:
                         n_clipped += clipped.sum(-1)
@@ -164,8 +214,8 @@ class _Engine:
                     else:
                         n_clipped += (clipped & mask).sum(-1)
                         n_seen += mask.sum(-1)
-                recorder.grad[j] = g_tilde
-                phi = phi - self.lr * g_tilde
+                grads[j] = g_tilde
+                phi = phi - lr * g_tilde
             recorder.flush(start, stop)
             if progress is not None:
                 progress.update(stop - start)
@@ -216,6 +266,7 @@ def run_dpvi(
     return_diagnostics=False,
     device="cpu",
     verbose=0,
+    n_threads=None,
 ):
     """Run DP-SGD variational inference and record what NA-DPVI post-processes.
 
@@ -258,33 +309,62 @@ def run_dpvi(
         statistic of the private data without noise: never release it.
     device : str or torch.device, default="cpu"
     verbose : int, default=0
-        Show a progress bar when > 0.
+        Show a progress bar (steps per second and time left) when > 0.
+    n_threads : int, optional
+        Threads torch may use during the run (the caller's setting is restored
+        afterwards). Default: ``$SKDPVI_NUM_THREADS`` if set, else 1; see
+        :mod:`skdpvi.dpvi.threads`.
 
     Returns
     -------
     DPVIResult
     """
     device = torch.device(device)
-    tensors = _prepare_data(model, data, _REAL, device)
-    engine = _Engine(
-        model, tensors[0].shape[0], device, noise_multiplier=noise_multiplier,
-        clip_norm=clip_norm, sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
-        learning_rate=learning_rate, learning_rate_scale=learning_rate_scale,
-        n_mc_samples=n_mc_samples, preconditioner=preconditioner, init_mean=init_mean,
-        init_scale=init_scale, record_trace=record_trace, return_diagnostics=return_diagnostics,
-    )
-    columns = engine.columns(tensors)
+    data = _Data(model, data, device)
+    with _limit_threads(_resolve_threads(n_threads)):
+        return _run(model, data, device, random_state, verbose, noise_multiplier=noise_multiplier,
+                    clip_norm=clip_norm, sampling_rate=sampling_rate, n_steps=n_steps,
+                    burn_in=burn_in, learning_rate=learning_rate,
+                    learning_rate_scale=learning_rate_scale, n_mc_samples=n_mc_samples,
+                    preconditioner=preconditioner, init_mean=init_mean, init_scale=init_scale,
+                    record_trace=record_trace, return_diagnostics=return_diagnostics)
+
+
+def _run(model, data, device, random_state, verbose, **settings):
+    """The body of :func:`run_dpvi` on a :class:`_Data`."""
+    engine = _Engine(model, data.n_examples, device, **settings)
+    sq_norms = engine.row_sq_norms(data) if engine.glm else None
     generator = _generator(random_state, device)
+    blocks = engine.prefetched(lambda n_block: engine.draw(generator, n_block))
+
+    # data prepared up front: every step gathers its rows into the same buffers
+    columns = None if data.columns is None else (
+        data.columns if sq_norms is None else (*data.columns, sq_norms))
+    buffers = {"rows": 0}
 
     def draw_block(n_block):
-        eps, batches, noise = engine.draw(generator, n_block)
+        block = next(blocks)
+        assert block.eps.shape[0] == n_block
+        eps = block.eps_real if engine.glm else block.eps
+        index, sizes = block.index, block.sizes
+        if columns is not None and buffers["rows"] < index.shape[1]:
+            buffers.update(rows=index.shape[1], out=tuple(
+                torch.empty((index.shape[1], *a.shape[1:]), dtype=a.dtype, device=a.device)
+                for a in columns))
 
         def step(j, phi):
-            rows = tuple(a.index_select(0, batches[j]) for a in columns)
-            return (*engine.clipped_sum(phi, eps[j], None, *rows), None)
+            rows = index[j, : sizes[j]]
+            if columns is not None:
+                batch = tuple(torch.index_select(a, 0, rows, out=out[: sizes[j]])
+                              for a, out in zip(columns, buffers["out"]))
+            else:
+                batch = data.gather(rows)
+                if sq_norms is not None:
+                    batch = (*batch, sq_norms.index_select(0, rows))
+            return (*engine.clipped_sum(phi, eps[j], None, *batch), None)
 
-        return noise, step
+        return block.noise, step
 
     phi, recorder, counts = engine.descend(engine.phi0, draw_block,
-                                           _progress_bar(verbose, n_steps))
+                                           _progress_bar(verbose, settings["n_steps"]))
     return engine.results(phi, recorder, counts, runs=[()])[0]

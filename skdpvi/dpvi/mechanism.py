@@ -19,7 +19,7 @@ longer shrinks the others (its noise-variance gradient), which would bias them.
 import torch
 import torch.nn.functional as F
 
-from .gradients import _regulariser_gradient
+from .gradients import _regulariser
 
 __all__ = ["clip_and_sum", "glm_clip_and_sum", "group_clip_norms", "privatize", "release"]
 
@@ -117,7 +117,7 @@ def _group_factors(sq, group_norms, clip_norm, weights):
         else:  # a group without budget is dropped
             factors.append(torch.zeros_like(norm))
             ratios.append(torch.where(norm > 0, torch.full_like(norm, float("inf")), norm))
-    return factors, clip_norm * torch.stack(ratios, 1).amax(1)
+    return factors, clip_norm * torch.stack(ratios, -1).amax(-1)
 
 
 def _sum_groups(parts, sq, group_norms, clip_norm, weights):
@@ -153,45 +153,109 @@ def glm_clip_and_sum(model, phi, eps, batch, n_examples, preconditioner, clip_no
     clipped_sum : torch.Tensor of shape (d,), float64
     norms : torch.Tensor of shape (B,)
     """
-    n, p = model.n_params, model.n_weights
-    X = batch[0]
-    mu, rho = phi[:n], phi[n:]
-    theta = torch.addcmul(mu, F.softplus(rho), eps)
-    reg = _regulariser_gradient(model, theta, eps, rho, n_examples)
-    beta_mu, beta_rho = preconditioner[:n], preconditioner[n:]
-    # grad_eps is linear in eps: weighting eps gives beta_rho * dscale * grad_eps directly
-    weight = beta_rho * torch.sigmoid(rho)
-    r_mean, r_eps, extra_mean, extra_eps = model.glm_gradients(theta, eps * weight, *batch)
-    a, c = reg[:n] * beta_mu, reg[n:] * beta_rho
-    a_w = a[:p]
-    scale_rows = torch.addcmul(c[:p], r_eps, X, value=-1.0)
-    # squared norm of the weights part, then of the scale part
-    sq_w = torch.addcmul(torch.dot(a_w, a_w) - 2 * r_mean * (X @ (beta_mu[:p] * a_w)),
-                         r_mean * r_mean, row_sq_norms)
-    sq_scale = torch.linalg.vector_norm(scale_rows, dim=1) ** 2
-    extra_rows = None
-    if p < n:
-        extra_rows = torch.cat([torch.addcmul(a[p:], beta_mu[p:], extra_mean, value=-1.0),
-                                c[p:] - extra_eps], 1)
-    if group_norms is None:
-        sq = sq_w + sq_scale
-        if extra_rows is not None:
-            sq = sq + (extra_rows * extra_rows).sum(1)
-        norms = torch.sqrt(torch.clamp(sq, min=0.0))
-        factors = _clip_factors(norms, clip_norm, weights)
-        f_w = f_extra = f_scale = factors
-    else:
-        sq_extra = (extra_rows * extra_rows).sum(1) if extra_rows is not None \
-            else torch.zeros_like(sq_w)
-        (f_w, f_extra, f_scale), norms = _group_factors(
-            (sq_w, sq_extra, sq_scale), group_norms, clip_norm, weights)
-    sum_w = f_w.sum() * a_w - beta_mu[:p] * (f_w * r_mean @ X)
-    sum_scale = f_scale @ scale_rows
-    if p == n:
-        return torch.cat([sum_w, sum_scale]).to(torch.float64), norms
-    sum_extra = f_extra @ extra_rows
-    k = n - p
-    return torch.cat([sum_w, sum_extra[:k], sum_scale, sum_extra[k:]]).to(torch.float64), norms
+    clip = _GLMClip(model, n_examples, preconditioner, clip_norm, group_norms=group_norms)
+    return clip(phi, eps, batch[0], batch[1], row_sq_norms, weights)
+
+
+def _row_sq_norms(rows):
+    """Squared norms of the rows (..., B, p) over the last axis.
+
+    ``vector_norm`` for rows in memory order; for rows stored by column (the lockstep
+    engine's products with eps come out transposed) it is 20x slower than a plain sum
+    of squares, which is used there instead.
+    """
+    if rows.is_contiguous():
+        return torch.linalg.vector_norm(rows, dim=-1).square()
+    return (rows * rows).sum(-1)
+
+
+def _dot(a, b):
+    """Inner products over the last axis; ``torch.dot`` for vectors."""
+    return torch.dot(a, b) if a.dim() == 1 else (a * b).sum(-1, keepdim=True)
+
+
+def _matvec(m, v):
+    """``m @ v`` for a matrix (..., B, p) and a vector (..., p)."""
+    return m @ v if v.dim() == 1 else (m @ v.unsqueeze(-1)).squeeze(-1)
+
+
+def _vecmat(v, m):
+    """``v @ m`` for a vector (..., B) and a matrix (..., B, p)."""
+    return v @ m if v.dim() == 1 else (v.unsqueeze(-2) @ m).squeeze(-2)
+
+
+class _GLMClip:
+    """:func:`glm_clip_and_sum` with its constants fixed once per run.
+
+    Every argument of a call may carry lead axes (the runs of the lockstep engine):
+    ``phi`` (..., d), ``eps`` (..., S, n), ``X`` (..., B, p), ``y``,
+    ``row_sq_norms`` and ``weights`` (..., B). With lead axes the model's functions
+    run under :func:`torch.func.vmap` (``batched=True``) unless the model says
+    they broadcast over lead axes (``broadcasts_lead_axes = True``, as skdpvi's
+    regression models do: 10 % faster).
+    """
+
+    def __init__(self, model, n_examples, preconditioner, clip_norm, batched=False,
+                 group_norms=None):
+        self.n, self.p = model.n_params, model.n_weights
+        self.n_examples = n_examples
+        self.clip_norm = clip_norm
+        self.group_norms = group_norms
+        self.beta_mu, self.beta_rho = preconditioner[: self.n], preconditioner[self.n:]
+        self.beta_w = self.beta_mu[: self.p]
+        if batched and not getattr(model, "broadcasts_lead_axes", False):
+            from torch.func import vmap
+
+            self.glm_gradients = vmap(model.glm_gradients)
+            self.grad_prior = vmap(model.grad_log_prior_unconstrained)
+        else:
+            self.glm_gradients = model.glm_gradients
+            self.grad_prior = model.grad_log_prior_unconstrained
+
+    def __call__(self, phi, eps, X, y, row_sq_norms, weights=None):
+        n, p = self.n, self.p
+        mu, rho = phi[..., :n], phi[..., n:]
+        scale = F.softplus(rho)
+        theta = torch.addcmul(mu.unsqueeze(-2), scale.unsqueeze(-2), eps)
+        reg = _regulariser(self.grad_prior(theta), eps, rho, scale, self.n_examples)
+        # grad_eps is linear in eps: weighting eps gives beta_rho * dscale * grad_eps directly
+        weight = self.beta_rho * torch.sigmoid(rho)
+        r_mean, r_eps, extra_mean, extra_eps = self.glm_gradients(
+            theta, eps * weight.unsqueeze(-2), X, y)
+        a, c = reg[..., :n] * self.beta_mu, reg[..., n:] * self.beta_rho
+        a_w = a[..., :p]
+        # in place of r_eps, which is not needed again: one block of B x p less
+        scale_rows = torch.addcmul(c[..., :p].unsqueeze(-2), r_eps, X, value=-1.0, out=r_eps)
+        # squared norm of the weights part, then of the scale part
+        sq_w = torch.addcmul(_dot(a_w, a_w) - 2 * r_mean * _matvec(X, self.beta_w * a_w),
+                             r_mean * r_mean, row_sq_norms)
+        sq_scale = _row_sq_norms(scale_rows)
+        extra_rows = None
+        if p < n:
+            extra_rows = torch.cat([
+                torch.addcmul(a[..., p:].unsqueeze(-2), self.beta_mu[p:], extra_mean,
+                              value=-1.0),
+                c[..., p:].unsqueeze(-2) - extra_eps], -1)
+        if self.group_norms is None:
+            sq = sq_w + sq_scale
+            if extra_rows is not None:
+                sq = sq + (extra_rows * extra_rows).sum(-1)
+            norms = torch.sqrt(torch.clamp(sq, min=0.0))
+            f_w = f_extra = f_scale = _clip_factors(norms, self.clip_norm, weights)
+        else:
+            sq_extra = ((extra_rows * extra_rows).sum(-1) if extra_rows is not None
+                        else torch.zeros_like(sq_w))
+            (f_w, f_extra, f_scale), norms = _group_factors(
+                (sq_w, sq_extra, sq_scale), self.group_norms, self.clip_norm, weights)
+        total = f_w.sum() if f_w.dim() == 1 else f_w.sum(-1, keepdim=True)
+        sum_w = total * a_w - self.beta_w * _vecmat(f_w * r_mean, X)
+        sum_scale = _vecmat(f_scale, scale_rows)
+        if p == n:
+            return torch.cat([sum_w, sum_scale], -1).to(torch.float64), norms
+        sum_extra = _vecmat(f_extra, extra_rows)
+        k = n - p
+        return torch.cat([sum_w, sum_extra[..., :k], sum_scale, sum_extra[..., k:]],
+                         -1).to(torch.float64), norms
 
 
 def privatize(per_example, clip_norm, noise_std, preconditioner, generator=None, noise=None):

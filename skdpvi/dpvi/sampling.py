@@ -27,30 +27,91 @@ def poisson_subsamples(n_examples, sampling_rate, n_steps, generator, device="cp
     ``chunk`` is the number of gaps drawn per step before checking whether the end
     of the data was reached (default: mean + 6 sd + 16); more are drawn if not.
     """
+    index, counts = _poisson_block(n_examples, sampling_rate, n_steps, generator, device,
+                                   chunk)
+    return [row[:count].long() for row, count in zip(index, counts.tolist())]
+
+
+#: Steps drawn at once, at most: one geometric draw, cumulative sum and search per
+#: block of steps instead of per step, and the released pairs folded once per block.
+_BLOCK_STEPS = 512
+#: Largest padded index block (steps x width) drawn 512 steps at a time; a run whose
+#: block of 512 steps would be larger draws ``_LARGE_BLOCK_ELEMENTS`` at a time, so that
+#: the block stays small next to the data.
+_BLOCK_ELEMENTS = 1 << 21
+_LARGE_BLOCK_ELEMENTS = 1 << 19
+#: Rows of geometric gaps (float64) drawn at a time within a block.
+_GAP_ELEMENTS = 1 << 18
+
+
+def _chunk(n_examples, sampling_rate):
+    """Gaps drawn per step before checking for the end of the data: mean + 6 sd + 16."""
+    expected = n_examples * sampling_rate
+    return int(expected + 6 * math.sqrt(expected) + 16)
+
+
+def _block_steps(n_examples, sampling_rate, n_steps):
+    """Steps whose random numbers a run draws at once.
+
+    512, unless the padded index block (512 x the gaps of a step) would exceed
+    ``_BLOCK_ELEMENTS`` (from about 3,700 expected rows per step on): then as many
+    steps as fit in ``_LARGE_BLOCK_ELEMENTS``. The draws of a run depend on its block
+    size, so it is a function of the problem alone, the same for
+    :func:`~skdpvi.dpvi.run_dpvi` and :func:`~skdpvi.dpvi.run_dpvi_batched`.
+    """
+    width = max(n_examples if sampling_rate >= 1 else _chunk(n_examples, sampling_rate), 1)
+    if _BLOCK_STEPS * width <= _BLOCK_ELEMENTS:
+        return max(1, min(n_steps, _BLOCK_STEPS))
+    return max(1, min(n_steps, _LARGE_BLOCK_ELEMENTS // width))
+
+
+def _poisson_block(n_examples, sampling_rate, n_steps, generator, device="cpu", chunk=None):
+    """The subsamples of :func:`poisson_subsamples` as one padded index matrix.
+
+    Returns ``(index, counts)``: row t of the integer matrix ``index`` (n_steps,
+    width) holds the ``counts[t]`` sorted indices of step t, then padding that points
+    at example 0 (int32 when the data have fewer than 2^30 rows, else int64). The
+    random draws, and so the subsamples, are those of :func:`poisson_subsamples` with
+    the same generator state: the gaps are drawn in pieces of rows, in order, which
+    draws the same numbers as one draw of the whole block.
+    """
     if sampling_rate >= 1:
-        return [torch.arange(n_examples, device=device) for _ in range(n_steps)]
+        index = torch.arange(n_examples, device=device).expand(n_steps, n_examples)
+        return index, torch.full((n_steps,), n_examples, dtype=torch.int64, device=device)
     if chunk is None:
-        expected = n_examples * sampling_rate
-        chunk = int(expected + 6 * math.sqrt(expected) + 16)
-    gaps = torch.empty((n_steps, chunk), dtype=torch.float64, device=device)
-    gaps.geometric_(sampling_rate, generator=generator)
-    positions = torch.cumsum(gaps, 1).to(torch.int64) - 1
-    counts = torch.searchsorted(
-        positions, torch.full((n_steps, 1), n_examples, device=device)
-    ).squeeze(1).tolist()
-    batches = []
-    for row, count in zip(positions, counts):
-        pieces = [row[:count]]
-        last = int(row[-1])
-        while count == chunk:  # rare (6 sd): the row ended before n_examples; go on
-            more = last + torch.cumsum(
-                torch.empty(chunk, dtype=torch.float64, device=device).geometric_(
-                    sampling_rate, generator=generator), 0).to(torch.int64)
-            count = int(torch.searchsorted(more, n_examples))
-            pieces.append(more[:count])
-            last = int(more[-1])
-        batches.append(torch.cat(pieces) if len(pieces) > 1 else pieces[0])
-    return batches
+        chunk = _chunk(n_examples, sampling_rate)
+    small = torch.int32 if n_examples < 2**30 else torch.int64
+    positions = torch.empty((n_steps, chunk), dtype=small, device=device)
+    rows = max(1, _GAP_ELEMENTS // chunk)
+    for start in range(0, n_steps, rows):
+        stop = min(start + rows, n_steps)
+        gaps = torch.empty((stop - start, chunk), dtype=torch.float64, device=device)
+        gaps.geometric_(sampling_rate, generator=generator)
+        positions[start:stop] = torch.cumsum(gaps, 1).to(torch.int64) - 1
+    end = torch.full((n_steps, 1), n_examples, dtype=small, device=device)
+    counts = torch.searchsorted(positions, end).squeeze(1)
+    full = torch.nonzero(counts == chunk).squeeze(1).tolist()
+    if full:  # rare (6 sd): a row ended before n_examples; go on, row by row, in order
+        more_rows = {}
+        for t in full:
+            pieces, count, last = [positions[t].long()], chunk, int(positions[t, -1])
+            while count == chunk:
+                more = last + torch.cumsum(
+                    torch.empty(chunk, dtype=torch.float64, device=device).geometric_(
+                        sampling_rate, generator=generator), 0).to(torch.int64)
+                count = int(torch.searchsorted(more, n_examples))
+                pieces.append(more[:count])
+                last = int(more[-1])
+            more_rows[t] = torch.cat(pieces)
+        width = max(len(row) for row in more_rows.values())
+        wide = torch.zeros((n_steps, width), dtype=small, device=device)
+        wide[:, :chunk] = positions
+        for t, row in more_rows.items():
+            wide[t, : len(row)] = row
+            counts[t] = len(row)
+        positions = wide
+    padding = torch.arange(positions.shape[1], device=device) >= counts[:, None]
+    return positions.masked_fill_(padding, 0), counts
 
 
 def poisson_subsample(n_examples, sampling_rate, generator, device="cpu"):
@@ -78,13 +139,14 @@ def _centred_normal(shape, generator, device):
 def _draw_block(generator, n_block, n_mc_samples, n_params, n_examples, sampling_rate, device):
     """The random numbers of ``n_block`` steps, in the engine's fixed order.
 
-    Monte Carlo draws (n_block, S, n), then the Poisson subsamples (a list of index
-    tensors), then the standard normal DP noise (n_block, 2 n). The batched engine
-    draws in the same order from each run's own generator, so its runs reproduce
-    :func:`~skdpvi.dpvi.run_dpvi` with the same seed.
+    Monte Carlo draws (n_block, S, n), then the Poisson subsamples (the padded index
+    matrix and the batch sizes of :func:`_poisson_block`), then the standard normal
+    DP noise (n_block, 2 n). The batched engine draws in the same order from each
+    run's own generator, so its runs reproduce :func:`~skdpvi.dpvi.run_dpvi` with the
+    same seed.
     """
     eps = _centred_normal((n_block, n_mc_samples, n_params), generator, device)
-    batches = poisson_subsamples(n_examples, sampling_rate, n_block, generator, device)
+    index, counts = _poisson_block(n_examples, sampling_rate, n_block, generator, device)
     noise = torch.randn((n_block, 2 * n_params), generator=generator, dtype=torch.float64,
                         device=device)
-    return eps, batches, noise
+    return eps, index, counts, noise

@@ -1,38 +1,54 @@
 """Shared machinery of the two estimators: validation, privacy, DPVI, post-processing.
 
 :meth:`_BaseDPBayesianRegression._fit` composes the packages in the order of the
-data flow: the accountant's noise multiplier for the budget
-(:mod:`skdpvi.accounting`), one private DP-SGD run on the subclass's model
-(:func:`skdpvi.dpvi.run_dpvi`), the noise-aware post-processing of what the run
-released (:mod:`skdpvi.noise_aware`: by default the posterior of the data statistics
-behind the trace, :func:`~skdpvi.noise_aware.statistics_posterior`; or the paper's
-draws of phi*) and the mixture posterior over it
-(:class:`skdpvi.posterior.NoiseAwarePosterior`). A subclass supplies the model
-(``_make_model``), its default clipping norm and learning-rate scale, the targets
-and the predictions.
+data flow, in three parts:
+
+(a) :meth:`~_BaseDPBayesianRegression._engine_settings`: the validated parameters,
+    the accountant's noise multiplier for the budget (:mod:`skdpvi.accounting`), the
+    subclass's model, the clipping norm, learning rate and preconditioner -- all that
+    the engine needs, as one object whose ``engine`` dict goes verbatim to either
+    engine;
+(b) the private DP-SGD run (:func:`skdpvi.dpvi.run_dpvi`);
+(c) :meth:`~_BaseDPBayesianRegression._fit_from_result`: the noise-aware
+    post-processing of what the run released (:mod:`skdpvi.noise_aware`: by default
+    the posterior of the data statistics behind the trace,
+    :func:`~skdpvi.noise_aware.statistics_posterior`; or the paper's draws of phi*),
+    the mixture posterior (:class:`skdpvi.posterior.NoiseAwarePosterior`) and the
+    fitted attributes.
+
+A single fit is (a) + (b) + (c). :meth:`~_BaseDPBayesianRegression._fit_batch`, for
+simulation studies, calls (a) once, runs (b) for all data sets in lockstep
+(:func:`skdpvi.dpvi.run_dpvi_batched`) and (c) once per data set, which gives every
+data set the fit it would get alone. A subclass supplies the model (``_make_model``),
+its default clipping norm and learning-rate scale, the targets (``_fit_inputs``) and
+the predictions.
 """
 
 import math
 import numbers
 import time
 import warnings
+from collections import namedtuple
+from dataclasses import dataclass
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..accounting import DPSGDMechanism, noise_multiplier
 from ..accounting.budget import _check_budget
-from ..dpvi import group_clip_norms, heuristic_learning_rate, run_dpvi
+from ..dpvi import group_clip_norms, heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from ..exceptions import PrivacyWarning
 from ..noise_aware import INFERENCE_METHODS, sample_phi_star, statistics_posterior
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_int, is_real
 
-#: The default post-processing, and every method ``inference=`` accepts.
+#: The default post-processing of models with data statistics, and every method
+#: ``inference=`` accepts.
 STATISTICS = "statistics"
 _INFERENCE = (STATISTICS,) + tuple(INFERENCE_METHODS)
+
 
 def _warn_if_delta_meaningless(delta, n_samples):
     """PrivacyWarning when delta >= 1 / n_samples (the guarantee then protects no one)."""
@@ -45,7 +61,7 @@ def _warn_if_delta_meaningless(delta, n_samples):
             f"of these {n_samples:,} rows. Use a delta well below 1 / n_samples (e.g. at most "
             f"{0.1 / n_samples:.1g}).",
             PrivacyWarning,
-            stacklevel=5,  # _check_params <- _fit <- fit <- the caller of fit
+            stacklevel=6,  # _check_params <- _engine_settings <- _fit <- fit <- caller
         )
 
 
@@ -95,6 +111,25 @@ def _default_preconditioning(learning_rate, n_steps, model=None, clip_norm=None,
     shares = getattr(model, "clip_shares", None)
     budget = clip_norm if shares is None else group_clip_norms(clip_norm, shares)[2]
     return min(beta, budget * n_examples / (5.0 * math.sqrt(model.n_params)))
+
+
+@dataclass
+class _FitSettings:
+    """What part (a) of a fit fixes, before any private data is read.
+
+    ``engine`` holds the keyword arguments of :func:`skdpvi.dpvi.run_dpvi` and
+    :func:`skdpvi.dpvi.run_dpvi_batched` (the model included; the data, the seeds and
+    the verbosity not), passed verbatim to either; ``epsilon`` is the epsilon the
+    accountant certifies for its noise multiplier.
+    """
+
+    engine: dict
+    epsilon: float
+
+
+#: The seeds of one fit, drawn from ``random_state``: the DP-SGD run's, the
+#: post-processing's and the posterior draws'.
+_FitSeeds = namedtuple("_FitSeeds", ["engine", "post", "draw"])
 
 
 class _BaseDPBayesianRegression(BaseEstimator):
@@ -200,7 +235,8 @@ class _BaseDPBayesianRegression(BaseEstimator):
         )
 
     def _validate_fit_data(self, X, y):
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=self._y_numeric)
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=self._y_numeric,
+                             accept_sparse="csr")
         if X.shape[0] < 2:
             raise ValueError(
                 f"Found n_samples={X.shape[0]}: one sample cannot be fitted; "
@@ -211,13 +247,38 @@ class _BaseDPBayesianRegression(BaseEstimator):
     # --------------------------------------------------------------------- fitting
 
     def _fit(self, X, y_model):
-        """Run the private mechanism and the noise-aware post-processing."""
-        n_samples = X.shape[0]
-        burn_in = self._check_params(n_samples)
-        rng = check_random_state(self.random_state)
-        engine_seed, post_seed, self._draw_seed = rng.randint(0, 2**31 - 1, size=3)
+        """Run the private mechanism and the noise-aware post-processing: (a), (b), (c)."""
+        settings = self._engine_settings(X.shape[0], X.shape[1])
+        seeds = self._fit_seeds()
+        result = run_dpvi(data=(X, y_model), random_state=seeds.engine, verbose=self.verbose,
+                          **settings.engine)
+        return self._fit_from_result(result, settings, X.shape[0], seeds)
 
-        model = self._make_model(X.shape[1])
+    def _fit_seeds(self):
+        """The seeds of a fit with this ``random_state`` (one draw of three numbers)."""
+        rng = check_random_state(self.random_state)
+        return _FitSeeds(*(int(s) for s in rng.randint(0, 2**31 - 1, size=3)))
+
+    def _engine_settings(self, n_samples, n_features):
+        """(a) Everything the DP-SGD engine needs for data of this shape.
+
+        Validates the parameters and computes the noise multiplier, the model, the
+        clipping norm, the learning rate and the preconditioner, all before any
+        private data is read. Only the shape of the data is used.
+
+        Returns
+        -------
+        _FitSettings
+            Its ``engine`` dict goes verbatim to :func:`~skdpvi.dpvi.run_dpvi` (one
+            fit) or :func:`~skdpvi.dpvi.run_dpvi_batched` (:meth:`_fit_batch`).
+        """
+        burn_in = self._check_params(n_samples)
+        model = self._make_model(n_features)
+        if self.inference == STATISTICS and model.data_statistics(n_samples) is None:
+            raise ValueError(
+                f"inference='statistics' needs a model with data statistics; "
+                f"{type(model).__name__} has none. Use inference='emcee'."
+            )
         verbose = int(self.verbose)
         start = time.perf_counter()
         sigma, eps_achieved = noise_multiplier(
@@ -233,21 +294,12 @@ class _BaseDPBayesianRegression(BaseEstimator):
                if self.learning_rate == "auto" else float(self.learning_rate))
         beta = (_default_preconditioning(lam, int(self.max_iter), model, clip, n_samples)
                 if self.scale_preconditioning == "auto" else float(self.scale_preconditioning))
-        statistics = None
-        if self.inference == STATISTICS:
-            statistics = model.data_statistics(n_samples)
-            if statistics is None:
-                raise ValueError(
-                    f"inference='statistics' needs a model with data statistics; "
-                    f"{type(model).__name__} has none. Use inference='emcee'."
-                )
         _progress(verbose, 2, f"DP-SGD: {int(self.max_iter)} steps, sampling rate "
                               f"{self.sampling_rate:g} (expected batch "
                               f"{self.sampling_rate * n_samples:.1f} rows), clip norm {clip:.4g}, "
                               f"learning rate {lam:.4g}, scale preconditioning {beta:.4g}")
-        result = run_dpvi(
-            model,
-            (X, y_model),
+        engine = dict(
+            model=model,
             noise_multiplier=sigma,
             clip_norm=clip,
             sampling_rate=self.sampling_rate,
@@ -256,22 +308,42 @@ class _BaseDPBayesianRegression(BaseEstimator):
             learning_rate=lam,
             n_mc_samples=int(self.n_mc_samples),
             preconditioner=beta,
-            random_state=int(engine_seed),
-            record_trace=statistics is not None,
+            record_trace=self.inference == STATISTICS,
             device=self.device,
-            verbose=self.verbose,
         )
+        return _FitSettings(engine=engine, epsilon=eps_achieved)
+
+    def _fit_from_result(self, result, settings, n_samples, seeds):
+        """(c) Post-process a run's release and set the fitted attributes.
+
+        Parameters
+        ----------
+        result : DPVIResult
+            The release of the run with ``settings``.
+        settings : _FitSettings
+            What :meth:`_engine_settings` returned.
+        n_samples : int
+            Rows of the data.
+        seeds : _FitSeeds
+
+        Returns
+        -------
+        theta_mean : ndarray of shape (n_params,)
+            The mean of the posterior draws.
+        """
+        model = settings.engine["model"]
+        verbose = int(self.verbose)
         start = time.perf_counter()
-        if statistics is not None:
+        if self.inference == STATISTICS:
             components, diagnostics = statistics_posterior(
-                result, statistics, int(self.n_posterior_samples), random_state=int(post_seed))
+                result, model.data_statistics(n_samples), int(self.n_posterior_samples),
+                random_state=seeds.post)
             self.posterior_ = NoiseAwarePosterior.from_components(components, model,
                                                                   self.inference)
             what = "mixture components"
         else:
             phi_star, diagnostics = sample_phi_star(
-                result, self.inference, int(self.n_posterior_samples),
-                random_state=int(post_seed))
+                result, self.inference, int(self.n_posterior_samples), random_state=seeds.post)
             self.posterior_ = NoiseAwarePosterior(phi_star, model, self.inference)
             what = "draws of phi*"
         _progress(verbose, 1, f"post-processing: inference={self.inference!r}, "
@@ -281,22 +353,76 @@ class _BaseDPBayesianRegression(BaseEstimator):
             _progress(verbose, 2, line)
         self.dpvi_result_ = result
         self.inference_diagnostics_ = diagnostics
-        self.noise_multiplier_ = sigma
-        self.epsilon_ = eps_achieved
+        self.noise_multiplier_ = settings.engine["noise_multiplier"]
+        self.epsilon_ = settings.epsilon
         self.delta_ = float(self.delta)
-        self.clip_norm_ = clip
+        self.clip_norm_ = settings.engine["clip_norm"]
         self.n_iter_ = int(self.max_iter)
-        self.burn_in_ = burn_in
+        self.burn_in_ = settings.engine["burn_in"]
         self.param_names_ = np.array(self._named_params(model.param_names), dtype=object)
         self.posterior_.param_names = self.param_names_
+        self._draw_seed = seeds.draw
         self._theta_draws = self.posterior_.sample(
             int(self.n_posterior_samples), random_state=int(self._draw_seed)
         )
         theta_mean = self._theta_draws.mean(0)
-        n_features = X.shape[1]
+        n_features = self.n_features_in_
         self.coef_ = theta_mean[:n_features]
         self.intercept_ = float(theta_mean[n_features]) if self.fit_intercept else 0.0
         return theta_mean
+
+    def _fit_batch(self, datasets, random_states, verbose=0):
+        """Fit one clone of this estimator per data set, their DP-SGD runs in lockstep.
+
+        Clone k is ``clone(self).set_params(random_state=random_states[k])`` fitted on
+        ``datasets[k]``, with the same seeds, settings and post-processing as its own
+        ``fit``: only its DP-SGD run goes through
+        :func:`~skdpvi.dpvi.run_dpvi_batched`, whose release equals
+        :func:`~skdpvi.dpvi.run_dpvi`'s up to float rounding. Part (a) of the fit runs
+        once (the settings depend only on the parameters and the data's shape), (c)
+        once per data set. Data sets of different shapes run in separate lockstep
+        groups. For simulation studies (:func:`skdpvi.metrics.run_tarp_study`).
+
+        Parameters
+        ----------
+        datasets : sequence of (X, y)
+        random_states : sequence of int
+        verbose : int, default=0
+            Progress bar of the lockstep runs.
+
+        Returns
+        -------
+        list of fitted estimators
+            In the order of ``datasets``.
+        """
+        if len(datasets) != len(random_states):
+            raise ValueError("datasets and random_states must have the same length.")
+        fitted = [clone(self).set_params(random_state=int(s)) for s in random_states]
+        inputs = [est._fit_inputs(X, y) for est, (X, y) in zip(fitted, datasets)]
+        groups = {}
+        for k, (X, y) in enumerate(inputs):
+            groups.setdefault(X.shape, []).append(k)
+        for (n_samples, n_features), members in groups.items():
+            settings = fitted[members[0]]._engine_settings(n_samples, n_features)
+            seeds = [fitted[k]._fit_seeds() for k in members]
+            results = run_dpvi_batched(datasets=[inputs[k] for k in members],
+                                       random_states=[s.engine for s in seeds],
+                                       verbose=verbose, **settings.engine)
+            for k, result, s in zip(members, results, seeds):
+                fitted[k]._fit_from_result(result, settings, n_samples, s)
+        return fitted
+
+    def _fit_inputs(self, X, y):
+        """Validated ``(X, y_model)`` for the engine; sets ``n_features_in_`` & co."""
+        raise NotImplementedError
+
+    def _batch_fit_supported(self):
+        """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass
+        outside skdpvi overrides the fitting."""
+        cls = type(self)
+        return all(getattr(cls, name).__module__.startswith("skdpvi.linear_model")
+                   for name in ("fit", "_fit", "_fit_inputs", "_fit_from_result",
+                                "_engine_settings"))
 
     def _named_params(self, model_names):
         """The model's parameter names, ``coef[j]`` renamed ``coef[<feature j>]``.
@@ -367,11 +493,13 @@ class _BaseDPBayesianRegression(BaseEstimator):
 
     def _check_X(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32],
+                             accept_sparse="csr")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = True
         tags.non_deterministic = False
         return tags
 

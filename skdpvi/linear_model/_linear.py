@@ -162,10 +162,17 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         ...                            random_state=0).fit(X, y).n_iter_
         300
         """
-        X, y = self._validate_fit_data(X, y)
-        theta_mean = self._fit(X, np.asarray(y, dtype=np.float64))
-        self.noise_variance_ = float(theta_mean[-1])
+        self._fit(*self._fit_inputs(X, y))
         return self
+
+    def _fit_inputs(self, X, y):
+        X, y = self._validate_fit_data(X, y)
+        return X, np.asarray(y, dtype=np.float32)  # the engine's precision
+
+    def _fit_from_result(self, result, settings, n_samples, seeds):
+        theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
+        self.noise_variance_ = float(theta_mean[-1])
+        return theta_mean
 
     def _split(self, draws):
         n = self.n_features_in_

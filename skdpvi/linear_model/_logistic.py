@@ -182,6 +182,10 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         ...                              random_state=0).fit(X, y).n_iter_
         300
         """
+        self._fit(*self._fit_inputs(X, y))
+        return self
+
+    def _fit_inputs(self, X, y):
         X, y = self._validate_fit_data(X, y)
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
@@ -196,8 +200,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
             raise ValueError(
                 "y contains only one class; the classifier needs 2 classes to fit."
             )
-        self._fit(X, y01.astype(np.float64))
-        return self
+        return X, y01.astype(np.float32)
 
     def _draw_logits(self, X):
         X = self._check_X(X)

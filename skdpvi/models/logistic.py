@@ -19,6 +19,10 @@ class LogisticRegressionModel(GLMModel):
     fit_intercept : bool, default=True
     """
 
+    #: glm_gradients and grad_log_prior_unconstrained broadcast over lead axes (the
+    #: runs of the lockstep engine), which then calls them without vmap
+    broadcasts_lead_axes = True
+
     def __init__(self, n_features, prior_scale=1.0, fit_intercept=True):
         self.n_features = n_features
         self.prior_scale = float(prior_scale)
@@ -50,8 +54,9 @@ class LogisticRegressionModel(GLMModel):
         return -theta / self.prior_scale**2
 
     def glm_gradients(self, theta, eps, X, y):
-        # d/dtheta_s log p(y_i | x_i, theta_s) = (y_i - sigmoid(x_i . theta_s)) x_i
-        r = y - torch.sigmoid(theta @ X.T)  # (S, B)
-        n_draws = theta.shape[0]
-        none = X.new_empty((X.shape[0], 0))
-        return r.mean(0), r.T @ (eps / n_draws), none, none
+        # d/dtheta_s log p(y_i | x_i, theta_s) = (y_i - sigmoid(x_i . theta_s)) x_i;
+        # any lead axes (runs of the lockstep engine) broadcast
+        r = (theta @ X.mT).sigmoid_().neg_().add_(y.unsqueeze(-2))  # (..., S, B), in place
+        n_draws = theta.shape[-2]
+        none = X.new_empty((*X.shape[:-1], 0))
+        return r.mean(-2), r.mT @ (eps / n_draws), none, none

@@ -83,3 +83,23 @@ def test_bad_arguments_are_rejected():
                          random_states=[1, 2], **kwargs)
     with pytest.raises(ValueError, match="at least one"):
         run_dpvi_batched(model, [], random_states=[], **kwargs)
+
+
+def test_glm_models_that_do_not_broadcast_run_under_vmap(monkeypatch):
+    """A third-party GLMModel written for one run still works in lockstep."""
+
+    class OneRunOnly(LogisticRegressionModel):
+        broadcasts_lead_axes = False
+
+        def glm_gradients(self, theta, eps, X, y):
+            assert theta.dim() == 2 and X.dim() == 2  # vmap hands it one run at a time
+            return super().glm_gradients(theta, eps, X, y)
+
+    monkeypatch.setattr(dpvi, "_GLM_PATH_MIN_BLOCK", 0)
+    datasets = CASES["logistic"][1]
+    kwargs = dict(noise_multiplier=1.5, clip_norm=1.0, sampling_rate=0.1, n_steps=100,
+                  burn_in=20, learning_rate=1e-3, preconditioner=30.0)
+    batched = run_dpvi_batched(OneRunOnly(3), datasets, random_states=[1, 2, 3], **kwargs)
+    for data, seed, got in zip(datasets, [1, 2, 3], batched):
+        want = run_dpvi(LogisticRegressionModel(3), data, random_state=seed, **kwargs)
+        np.testing.assert_allclose(got.phi, want.phi, rtol=1e-4, atol=1e-6)

@@ -52,3 +52,35 @@ def test_centred_monte_carlo_draws_sum_to_zero_and_keep_unit_variance():
                                atol=1e-12, rtol=0)
     assert eps.var().item() == pytest.approx(1.0, rel=0.01)  # each draw is N(0, 1)
     assert stats.kstest(eps[:, 0, 0].numpy(), "norm").pvalue > 1e-3
+
+
+@pytest.mark.parametrize("chunk", [None, 3], ids=["default", "tiny-chunks"])
+def test_padded_block_holds_the_subsamples_of_the_same_draws(chunk):
+    from skdpvi.dpvi.sampling import _poisson_block
+
+    lists = poisson_subsamples(50, 0.2, 300, torch.Generator().manual_seed(4), chunk=chunk)
+    index, counts = _poisson_block(50, 0.2, 300, torch.Generator().manual_seed(4), chunk=chunk)
+    assert index.dtype == torch.int32 and index.shape[0] == 300
+    for t, idx in enumerate(lists):
+        assert counts[t] == len(idx)
+        torch.testing.assert_close(index[t, : counts[t]].long(), idx)
+        assert torch.all(index[t, counts[t]:] == 0)  # padding points at example 0
+
+
+def test_gaps_drawn_in_pieces_are_the_gaps_drawn_at_once(monkeypatch):
+    import skdpvi.dpvi.sampling as sampling
+
+    whole = sampling._poisson_block(1000, 0.1, 64, torch.Generator().manual_seed(2))
+    monkeypatch.setattr(sampling, "_GAP_ELEMENTS", 300)  # two rows at a time
+    pieces = sampling._poisson_block(1000, 0.1, 64, torch.Generator().manual_seed(2))
+    torch.testing.assert_close(pieces[0], whole[0], rtol=0, atol=0)
+
+
+def test_large_data_draw_fewer_steps_at_once():
+    from skdpvi.dpvi.sampling import _LARGE_BLOCK_ELEMENTS, _block_steps, _chunk
+
+    assert _block_steps(30_162, 0.1, 10_000) == 512  # Adult: the block of the paper runs
+    assert _block_steps(5000, 0.1, 300) == 300
+    assert 1 < _block_steps(10**6, 0.02, 10_000) < 512
+    assert _block_steps(10**6, 0.02, 10_000) * _chunk(10**6, 0.02) <= _LARGE_BLOCK_ELEMENTS
+    assert _block_steps(10**7, 0.1, 10_000) == 1

@@ -5,7 +5,7 @@ import threading
 import joblib
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 
 from skdpvi.metrics import run_tarp_study
 
@@ -205,6 +205,34 @@ def test_estimator_without_random_state():
     assert study.param_names is None
     with pytest.raises(ValueError, match="to_unconstrained"):
         run_tarp_study(NoSeed(), simulator, n_simulations=21, n_draws=10, unconstrained=True)
+
+
+class BatchFitting(NoisyGaussianMean):
+    """Fits several data sets at once through the ``_fit_batch`` protocol."""
+
+    calls = []
+
+    def _batch_fit_supported(self):
+        return True
+
+    def _fit_batch(self, datasets, random_states):
+        type(self).calls.append(len(datasets))
+        return [clone(self).set_params(random_state=s).fit(X, y)
+                for (X, y), s in zip(datasets, random_states)]
+
+
+def test_estimators_that_fit_batches_get_batches_and_the_same_results():
+    BatchFitting.calls.clear()
+    kw = dict(n_simulations=23, n_draws=50, random_state=0)
+    batched = run_tarp_study(BatchFitting(), simulator, batch_size=10, **kw)
+    assert BatchFitting.calls == [10, 10, 3]
+    assert_same_study(batched, run_tarp_study(NoisyGaussianMean(), simulator, **kw))
+    assert_same_study(batched, run_tarp_study(BatchFitting(), simulator, batch_size=1, **kw))
+    BatchFitting.calls.clear()
+    run_tarp_study(BatchFitting(), simulator, **kw)  # "auto": 12 and 11
+    assert BatchFitting.calls == [12, 11]
+    with pytest.raises(ValueError, match="batch_size"):
+        run_tarp_study(BatchFitting(), simulator, batch_size=0, **kw)
 
 
 def test_verbose_progress_bar(capsys):

@@ -1,0 +1,59 @@
+"""How many threads torch may use while DP-SGD runs.
+
+A DP-SGD step is a few dozen tensor operations; split over several threads, every one
+of them ends at a barrier where the threads wait for each other. On a machine whose
+other cores are busy, one thread always waits for a core another job holds: a
+default Adult fit took 380.8 s with torch's two default threads on a 2-core machine
+with another job running, and 31.7 s with one (the same numbers). Large batches do
+not escape it: with 10^7 rows (10^6 per step) one thread was 1.5-2x faster than two
+on the same busy machine (doc/performance.rst, "Threads"). So the engine runs on one
+thread, unless told otherwise by its ``n_threads`` argument or, for the estimators,
+by the environment variable ``SKDPVI_NUM_THREADS``; the caller's setting is restored
+afterwards. Parallelism across fits (joblib, dask) uses the other cores.
+"""
+
+import os
+import threading
+from contextlib import contextmanager
+
+import torch
+
+_lock = threading.Lock()
+_state = {"users": 0, "saved": None}
+
+
+def _resolve_threads(n_threads):
+    """The thread count of a run: ``n_threads``, else ``$SKDPVI_NUM_THREADS``, else 1."""
+    if n_threads is None:
+        n_threads = os.environ.get("SKDPVI_NUM_THREADS", "1")
+    try:
+        value = int(n_threads)
+    except (TypeError, ValueError):
+        value = 0
+    if value < 1:
+        raise ValueError(
+            f"n_threads (or $SKDPVI_NUM_THREADS) must be an integer >= 1, got {n_threads!r}."
+        )
+    return value
+
+
+@contextmanager
+def _limit_threads(n_threads):
+    """Let torch use ``n_threads`` threads in the block.
+
+    Runs in several Python threads at once share the setting: the first to enter
+    sets it, the last to leave restores the caller's.
+    """
+    with _lock:
+        if _state["users"] == 0:
+            _state["saved"] = torch.get_num_threads()
+            if _state["saved"] != n_threads:
+                torch.set_num_threads(n_threads)
+        _state["users"] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _state["users"] -= 1
+            if _state["users"] == 0 and torch.get_num_threads() != _state["saved"]:
+                torch.set_num_threads(_state["saved"])

@@ -1,0 +1,75 @@
+"""The engine's thread policy (skdpvi.dpvi.threads)."""
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import skdpvi.dpvi.loop as loop
+import skdpvi.dpvi.threads as threads
+from skdpvi import DPBayesianLinearRegression
+from skdpvi.dpvi import run_dpvi
+from skdpvi.models import LinearRegressionModel
+
+KWARGS = dict(noise_multiplier=1.0, clip_norm=5.0, sampling_rate=0.1, n_steps=20, burn_in=5)
+
+
+@pytest.fixture
+def two_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """The thread counts torch had while the body of each run_dpvi ran."""
+    counts = []
+    original = loop._run
+
+    def spy(*args, **kwargs):
+        counts.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "_run", spy)
+    return counts
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    return X, X @ [0.5, -0.2] + rng.normal(0, 0.3, 200)
+
+
+def test_runs_use_one_thread_and_restore_the_callers_setting(two_threads, seen, monkeypatch):
+    data = _data()
+    run_dpvi(LinearRegressionModel(2), data, **KWARGS)
+    run_dpvi(LinearRegressionModel(2), data, n_threads=2, **KWARGS)
+    monkeypatch.setenv("SKDPVI_NUM_THREADS", "2")
+    run_dpvi(LinearRegressionModel(2), data, **KWARGS)
+    assert seen == [1, 2, 2] and torch.get_num_threads() == 2
+    with pytest.raises(ValueError, match="n_threads"):
+        run_dpvi(LinearRegressionModel(2), data, n_threads=0, **KWARGS)
+    monkeypatch.setenv("SKDPVI_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="SKDPVI_NUM_THREADS"):
+        run_dpvi(LinearRegressionModel(2), data, **KWARGS)
+
+
+def test_estimator_fits_run_dp_sgd_on_one_thread(two_threads, seen):
+    DPBayesianLinearRegression(max_iter=50, inference="exact", n_posterior_samples=20,
+                               random_state=0).fit(*_data())
+    assert seen == [1] and torch.get_num_threads() == 2
+
+
+def test_concurrent_runs_restore_the_setting_when_the_last_one_ends(two_threads):
+    data = _data()
+    workers = [threading.Thread(target=run_dpvi, args=(LinearRegressionModel(2), data),
+                                kwargs=dict(random_state=k, **{**KWARGS, "n_steps": 200}))
+               for k in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert torch.get_num_threads() == 2 and threads._state["users"] == 0
