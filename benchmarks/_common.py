@@ -18,7 +18,7 @@ from joblib import Parallel, delayed
 
 from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
-from skdpvi.linear_model._base import _default_preconditioning
+from skdpvi.dpvi.schedule import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
 from skdpvi.noise_aware import sample_phi_star, statistics_posterior
 from skdpvi.posterior import NoiseAwarePosterior
@@ -165,6 +165,21 @@ def save(name, payload):
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
     return path
+
+
+def load_cells(name, **settings):
+    """Cells of an earlier run saved under ``name`` if it used the same settings, else ``{}``.
+
+    Lets a study be rerun one cell at a time (say one epsilon) without losing the others.
+    """
+    path = os.path.join(RESULTS_DIR, name + ".json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        old = json.load(f)
+    if any(old.get(key) != value for key, value in settings.items()):
+        return {}
+    return old.get("cells", {})
 
 
 def rmse_floor(n_simulations):

@@ -19,7 +19,7 @@ import zlib
 import numpy as np
 import torch
 
-from _common import (fit_all_backends_batched, machine, print_tarp, rmse_floor,
+from _common import (fit_all_backends_batched, load_cells, machine, print_tarp, rmse_floor,
                      run_batched_study, save, tarp_table)
 from table2_linear import z_scores
 
@@ -75,26 +75,30 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.n_sim, args.steps = 25, 2000
-    payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps, "cells": {},
+    name = "table1_expfam" + ("_quick" if args.quick else "")
+    payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps,
+               "epsilon": args.epsilon,
+               "cells": load_cells(name, n_sim=args.n_sim, steps=args.steps,
+                                   epsilon=args.epsilon),
                "floor": rmse_floor(args.n_sim)}
-    for name in args.models:
-        out, seconds = run_batched_study(lambda s: one_batch(s, name, args.epsilon, args.steps),
-                                         args.n_sim, seed=zlib.crc32(name.encode()) % 10_000,
+    for model in args.models:
+        out, seconds = run_batched_study(lambda s: one_batch(s, model, args.epsilon, args.steps),
+                                         args.n_sim, seed=zlib.crc32(model.encode()) % 10_000,
                                          n_jobs=args.n_jobs)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
         theta = np.stack([o[1] for o in out])
-        rows = tarp_table(samples, theta, prior_sampler_for(name))
+        rows = tarp_table(samples, theta, prior_sampler_for(model))
         clipped = float(np.mean([o[2]["clipped_fraction"] for o in out]))
         warned = float(np.mean([o[2].get("convergence_warning", False) for o in out]))
-        print_tarp(rows, f"{name}, epsilon={args.epsilon} ({args.n_sim} simulations, "
+        print_tarp(rows, f"{model}, epsilon={args.epsilon} ({args.n_sim} simulations, "
                          f"{seconds:.0f} s, clipped fraction {clipped:.3f}, "
                          f"ConvergenceWarning in {warned:.1%})", args.n_sim)
         zs = z_scores(samples, theta)
         for method, z in zs.items():
             print(f"  z {method:<14} mean {np.round(z['mean'], 2)}  sd {np.round(z['sd'], 2)}")
-        payload["cells"][name] = {"rows": rows, "seconds": seconds, "clipped": clipped,
+        payload["cells"][model] = {"rows": rows, "seconds": seconds, "clipped": clipped,
                                   "convergence_warning": warned, "z": zs}
-        save("table1_expfam" + ("_quick" if args.quick else ""), payload)
+        save(name, payload)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import math
 import numpy as np
 import torch
 
-from _common import (fit_all_backends_batched, machine, print_tarp, rmse_floor,
+from _common import (fit_all_backends_batched, load_cells, machine, print_tarp, rmse_floor,
                      run_batched_study, save, tarp_table)
 from skdpvi import DPBayesianLinearRegression
 from skdpvi.models import LinearRegressionModel
@@ -128,7 +128,9 @@ def main():
     name = "table2_linear" + ("" if args.config == "paper" else "_" + args.config)
     name += "_quick" if args.quick else ""
     payload = {"machine": machine(), "config": args.config, "settings": CONFIGS[args.config],
-               "n_sim": args.n_sim, "steps": args.steps, "cells": {},
+               "n_sim": args.n_sim, "steps": args.steps,
+               "cells": load_cells(name, config=args.config, n_sim=args.n_sim,
+                                   steps=args.steps),
                "floor": rmse_floor(args.n_sim)}
     for eps in args.epsilons:
         out, seconds = run_batched_study(

@@ -27,7 +27,6 @@ the predictions.
 import math
 import numbers
 import time
-import warnings
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -38,79 +37,17 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..accounting import DPSGDMechanism, noise_multiplier
 from ..accounting.budget import _check_budget
-from ..dpvi import group_clip_norms, heuristic_learning_rate, run_dpvi, run_dpvi_batched
-from ..exceptions import PrivacyWarning
+from ..dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
+from ..dpvi.schedule import _default_preconditioning
 from ..noise_aware import INFERENCE_METHODS, sample_phi_star, statistics_posterior
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_int, is_real
+from ._reporting import _describe_diagnostics, _progress, _warn_if_delta_meaningless
 
 #: The default post-processing of models with data statistics, and every method
 #: ``inference=`` accepts.
 STATISTICS = "statistics"
 _INFERENCE = (STATISTICS,) + tuple(INFERENCE_METHODS)
-
-
-def _warn_if_delta_meaningless(delta, n_samples):
-    """PrivacyWarning when delta >= 1 / n_samples (the guarantee then protects no one)."""
-    if delta >= 1.0 / n_samples:
-        warnings.warn(
-            f"delta={delta:g} >= 1 / n_samples = 1/{n_samples}: the (epsilon, delta) "
-            "guarantee is then meaningless, whatever epsilon_ says. A mechanism that "
-            "publishes each row in the clear with probability delta is (0, delta)-DP, "
-            f"and with delta={delta:g} it would publish about {delta * n_samples:,.0f} "
-            f"of these {n_samples:,} rows. Use a delta well below 1 / n_samples (e.g. at most "
-            f"{0.1 / n_samples:.1g}).",
-            PrivacyWarning,
-            stacklevel=6,  # _check_params <- _engine_settings <- _fit <- fit <- caller
-        )
-
-
-def _progress(verbose, level, message):
-    """Print a progress line of ``fit`` when ``verbose >= level``."""
-    if verbose >= level:
-        print(f"[skdpvi] {message}", flush=True)
-
-
-def _describe_diagnostics(diagnostics):
-    """One line per numeric diagnostic of a backend: a scalar, or min/median/max."""
-    lines = []
-    for key, value in diagnostics.items():
-        arr = np.asarray(value)
-        if key == "chain" or arr.dtype.kind not in "biuf" or arr.size == 0:
-            continue
-        if arr.size == 1:
-            lines.append(f"  {key}: {float(arr):.4g}")
-        else:
-            lines.append(f"  {key}: min {arr.min():.4g}, median {np.median(arr):.4g}, "
-                         f"max {arr.max():.4g} (over {arr.shape[0]} coordinates)")
-    return lines
-
-
-
-def _default_preconditioning(learning_rate, n_steps, model=None, clip_norm=None,
-                             n_examples=None):
-    """beta = min(1 / (lambda sqrt(T)), C_scales N / (5 sqrt(n_params))).
-
-    The first term makes the scale parameters step by 1 / sqrt(T): coordinate i
-    relaxes at about lambda beta_i kappa a_i per step and the scale coordinates have
-    curvature a ~ 2, so they relax in ~T / 20 steps at any budget (a fixed beta left
-    them random-walking at small epsilon).
-
-    The cap keeps their preconditioned per-example gradients inside their clipping
-    budget C_scales (all of C, or the scales' group of ``model.clip_shares``): with
-    the engine's centred Monte Carlo draws, the scale gradient of one example is
-    about ``1.3 beta / N`` per coordinate near the optimum (sigmoid(rho) d l_i / ds is
-    O(1 / N) for every model), so the cap puts their typical norm near C_scales / 4.
-    Without it, beta grows like sigma and at epsilon = 0.1 the scale gradients alone
-    clipped 68 % of the rows of the 10-D regression at the optimum (benchmarks:
-    0.8 % with the cap). N is public by the engine's assumptions.
-    """
-    beta = 1.0 / (learning_rate * math.sqrt(n_steps))
-    if model is None or clip_norm is None or n_examples is None:
-        return beta
-    shares = getattr(model, "clip_shares", None)
-    budget = clip_norm if shares is None else group_clip_norms(clip_norm, shares)[2]
-    return min(beta, budget * n_examples / (5.0 * math.sqrt(model.n_params)))
 
 
 @dataclass
