@@ -38,16 +38,16 @@ MODELS = {
 }
 
 
-def one_batch(seeds, name, epsilon, n_steps):
+def one_batch(seeds, name, epsilon, n_steps, methods=METHODS):
     torch.set_num_threads(1)
     model, simulate = MODELS[name]
     sims = [simulate(5000, random_state=s) for s in seeds]
     fits = fit_all_backends_batched(model, [(np.asarray(x, float),) for x, _ in sims],
                                     [s % (2**31 - 16) for s in seeds], epsilon=epsilon,
-                                    clip_norm=2.0, n_steps=n_steps, methods=METHODS)
+                                    clip_norm=2.0, n_steps=n_steps, methods=tuple(methods))
     out = []
     for seed, (_, theta), (posts, diag) in zip(seeds, sims, fits):
-        theta_u = posts["exact"].to_unconstrained(np.atleast_1d(theta))
+        theta_u = next(iter(posts.values())).to_unconstrained(np.atleast_1d(theta))
         draws = {m: p.sample(1000, random_state=seed % 1000, unconstrained=True)
                  for m, p in posts.items()}
         out.append((draws, np.atleast_1d(theta_u), diag))
@@ -71,6 +71,7 @@ def main():
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--epsilon", type=float, default=0.1)
     parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args()
     if args.quick:
@@ -82,9 +83,9 @@ def main():
                                    epsilon=args.epsilon),
                "floor": rmse_floor(args.n_sim)}
     for model in args.models:
-        out, seconds = run_batched_study(lambda s: one_batch(s, model, args.epsilon, args.steps),
-                                         args.n_sim, seed=zlib.crc32(model.encode()) % 10_000,
-                                         n_jobs=args.n_jobs)
+        out, seconds = run_batched_study(
+            lambda s: one_batch(s, model, args.epsilon, args.steps, args.methods),
+            args.n_sim, seed=zlib.crc32(model.encode()) % 10_000, n_jobs=args.n_jobs)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
         theta = np.stack([o[1] for o in out])
         rows = tarp_table(samples, theta, prior_sampler_for(model))

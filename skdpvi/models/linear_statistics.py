@@ -161,6 +161,13 @@ class LinearRegressionStatistics(DataStatistics):
             ]
         return self._scatter_cache
 
+    def known_statistics(self):
+        """With an intercept, its column of ones gives ``(X^T X)_pp = N`` (N is public)."""
+        if not self.model.fit_intercept:
+            return super().known_statistics()
+        last = np.flatnonzero((self.rows == self.p - 1) & (self.cols == self.p - 1))
+        return last, np.array([float(self.n_examples)])
+
     def shrinkage_groups(self):
         off = self.off_diagonal
         rows, cols, diagonal = self.rows[off], self.cols[off], self.diagonal

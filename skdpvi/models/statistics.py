@@ -122,6 +122,17 @@ class DataStatistics:
         """
         return None
 
+    def known_statistics(self):
+        """Statistics whose value is public, fixed exactly in the posterior.
+
+        Returns
+        -------
+        index : ndarray of int
+        values : ndarray
+            For example the intercept's ``(X^T X)_pp = N`` when N is public.
+        """
+        return np.zeros(0, dtype=int), np.zeros(0)
+
     def shrinkage_groups(self):
         """Statistics that a Gaussian shrinkage prior may pull towards zero.
 

@@ -68,28 +68,33 @@ class StatisticsFit:
         eta's posterior mean and covariance under each gamma.
     """
 
-    def __init__(self, P, h, shrink_index, shrink_scale, gammas=GAMMA_GRID):
+    def __init__(self, P, h, shrink_index, shrink_scale, gammas=GAMMA_GRID, known=None):
         k = len(h)
         self.gammas = np.asarray(gammas, float)
+        known_index, known_values = known if known is not None else (np.zeros(0, int),
+                                                                     np.zeros(0))
+        known_index = np.asarray(known_index, int)
+        shrink_index = np.setdiff1d(np.asarray(shrink_index, int), known_index)
+        scale_of = dict(zip(np.asarray(shrink_index).tolist(), np.atleast_1d(shrink_scale)))
         log_ml, self.means, self.covs = [], [], []
-        free = np.setdiff1d(np.arange(k), shrink_index)
         for gamma in self.gammas:
-            if gamma == 0.0 and len(shrink_index):
-                # the shrunk statistics are exactly 0: a regression on the others
-                mean, cov, lml = _gaussian(P[np.ix_(free, free)], h[free], 0.0)
-                full_mean, full_cov = np.zeros(k), np.zeros((k, k))
-                full_mean[free], full_cov[np.ix_(free, free)] = mean, cov
-                self.means.append(full_mean)
-                self.covs.append(full_cov)
-                log_ml.append(lml)
-                continue
+            # gamma = 0: the shrunk statistics are exactly 0, like the known ones
+            zero = shrink_index if gamma == 0.0 else np.zeros(0, int)
+            fixed = np.concatenate([known_index, zero]).astype(int)
+            values = np.concatenate([np.asarray(known_values, float), np.zeros(len(zero))])
+            free = np.setdiff1d(np.arange(k), fixed)
             prior = np.zeros(k)
-            if len(shrink_index):
-                prior[shrink_index] = 1.0 / (gamma * shrink_scale) ** 2
-            mean, cov, lml = _gaussian(P + np.diag(prior), h,
-                                       0.5 * np.log(prior[shrink_index]).sum())
-            self.means.append(mean)
-            self.covs.append(cov)
+            shrunk = shrink_index if gamma > 0.0 else np.zeros(0, int)
+            if len(shrunk):
+                prior[shrunk] = 1.0 / (gamma * np.array([scale_of[i] for i in shrunk])) ** 2
+            P_free = P[np.ix_(free, free)] + np.diag(prior[free])
+            h_free = h[free] - P[np.ix_(free, fixed)] @ values
+            mean, cov, lml = _gaussian(P_free, h_free, 0.5 * np.log(prior[shrunk]).sum())
+            full_mean, full_cov = np.zeros(k), np.zeros((k, k))
+            full_mean[fixed], full_mean[free] = values, mean
+            full_cov[np.ix_(free, free)] = cov
+            self.means.append(full_mean)
+            self.covs.append(full_cov)
             log_ml.append(lml)
             if not len(shrink_index):
                 break
@@ -102,15 +107,15 @@ class StatisticsFit:
     def mean(self):
         return sum(w * m for w, m in zip(self.weights, self.means))
 
-    def sample(self, n, rng):
-        """n draws of eta from the mixture over gamma."""
+    def sample(self, n, rng, return_labels=False):
+        """n draws of eta from the mixture over gamma (and their gamma's index)."""
         which = rng.choice(len(self.weights), size=n, p=self.weights)
         out = np.empty((n, len(self.means[0])))
         for g in np.unique(which):
             rows = np.flatnonzero(which == g)
             chol = _psd_cholesky(self.covs[g])
             out[rows] = self.means[g] + rng.standard_normal((len(rows), chol.shape[0])) @ chol.T
-        return out
+        return (out, which) if return_labels else out
 
 
 def _gaussian(P, h, log_prior_norm):
@@ -216,20 +221,22 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     h = parts[0][1] + parts[1][1]
     yy = parts[0][2] + parts[1][2]
     index, scale_of = data_statistics.shrinkage_groups()
-    rough = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,)).means[0]
+    known = data_statistics.known_statistics()
+    rough = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
+                          known=known).means[0]
     prior = data_statistics.gaussian_prior(rough)
     if prior is not None:
         P, h = P + prior[0], h + prior[1]
         parts = [(P_k + 0.5 * prior[0], h_k + 0.5 * prior[1], yy_k) for P_k, h_k, yy_k in parts]
-    first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,))
+    first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,), known=known)
     scale = scale_of(first.means[0]) if len(index) else np.zeros(0)
-    fit = StatisticsFit(P, h, index, scale)
+    fit = StatisticsFit(P, h, index, scale, known=known)
     diagnostics = {"gamma_grid": fit.gammas, "gamma_weights": fit.weights,
                    "eta_mean": fit.mean, "noise_inflation": ratio}
     if check:
         diagnostics.update(_model_check(parts, fit, index, scale, P, h, yy, phi.size))
-    components, ess = _resample(data_statistics, fit, n_components, rng, n_proposals)
-    diagnostics["effective_sample_size"] = ess
+    components, sampling = _resample(data_statistics, fit, n_components, rng, n_proposals)
+    diagnostics.update(sampling)
     return components, diagnostics
 
 
@@ -240,7 +247,8 @@ def _first_fit(data_statistics, phi, target, precision, halves):
         P_k, h_k, _ = data_statistics.normal_equations(phi[s], target[s], precision)
         P, h = P + P_k, h + h_k
     index, _ = data_statistics.shrinkage_groups()
-    return StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,)).means[0]
+    return StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
+                         known=data_statistics.known_statistics()).means[0]
 
 
 def _undo_clipping(data_statistics, result, phi, target, precision, halves):
@@ -275,39 +283,118 @@ def _noise_precision(data_statistics, phi, target, precision, halves):
 
 
 def _resample(data_statistics, fit, n_components, rng, n_proposals):
+    """Draws of eta from (trace Gaussian) x (prior predictive), as mixture components.
+
+    Importance sampling with the trace Gaussian as proposal, and where its weights
+    are degenerate (the prior predictive much narrower than the trace's information:
+    small N or small epsilon), tempered sequential Monte Carlo from the same draws.
+    """
     # a flat prior predictive (up to a constraint) needs no more draws than it rejects
     factor = 2 if getattr(data_statistics, "flat_prior", False) else 10
     n_prop = int(n_proposals or factor * n_components)
-    etas, log_w = np.zeros((0, len(fit.means[0]))), np.zeros(0)
-    for _ in range(7):
-        new = fit.sample(n_prop, rng)
-        etas = np.concatenate([etas, new])
-        log_w = np.concatenate([log_w, data_statistics.log_prior(new)])
-        if not np.isfinite(log_w).any():
-            n_prop *= 2
-            continue
-        w = np.exp(log_w - log_w.max())
-        ess = w.sum() ** 2 / (w**2).sum()
-        if ess >= n_components / 4 or n_proposals is not None:
+    etas, labels = fit.sample(n_prop, rng, return_labels=True)
+    log_prior = data_statistics.log_prior(etas)
+    valid = np.isfinite(log_prior)
+    ess = 0.0
+    if valid.any():
+        w = np.exp(log_prior[valid] - log_prior[valid].max())
+        ess = float(w.sum() ** 2 / (w**2).sum())
+    diagnostics = {"effective_sample_size": ess, "smc_stages": 0}
+    if ess >= n_components / 4 or n_proposals is not None:
+        if not valid.any():
+            _raise_impossible()
+        if ess < n_components / 4:
+            warnings.warn(
+                f"The prior-predictive importance weights of the data statistics are "
+                f"degenerate (effective sample size {ess:.0f} of {len(etas)} draws): the "
+                "posterior is represented by few distinct components; leave n_proposals "
+                "at None to sample by tempering instead.", RuntimeWarning, stacklevel=4)
+        w = np.zeros(len(etas))
+        w[valid] = np.exp(log_prior[valid] - log_prior[valid].max())
+        pick = rng.choice(len(etas), size=n_components, p=w / w.sum())
+        return data_statistics.conditional_posterior(etas[pick]), diagnostics
+    keep = slice(0, min(len(etas), 4 * n_components))
+    etas, stages, acceptance = _tempered_smc(data_statistics, fit, etas[keep], labels[keep],
+                                             log_prior[keep], rng)
+    diagnostics.update(smc_stages=stages, smc_acceptance=acceptance)
+    pick = rng.choice(len(etas), size=n_components, replace=len(etas) < n_components)
+    return data_statistics.conditional_posterior(etas[pick]), diagnostics
+
+
+def _raise_impossible():
+    raise ValueError(
+        "No draw of the data statistics is possible under the model's prior "
+        "(e.g. every residual sum of squares came out negative): the trace is too "
+        "noisy for this model. Increase epsilon or max_iter."
+    )
+
+
+#: Tempered SMC: target ESS fraction per stage, MCMC moves per stage, stage limit.
+_SMC_ESS, _SMC_MOVES, _SMC_MAX_STAGES = 0.5, 5, 100
+
+
+def _tempered_smc(data_statistics, fit, etas, labels, log_prior, rng):
+    """Particles from the trace Gaussian to ``trace Gaussian x prior predictive``.
+
+    Tempering ``prior ** beta`` from beta = 0 (the particles as drawn) to 1, each
+    stage choosing beta so that the incremental weights keep an effective sample
+    size of half the particles, then resampling and moving every particle by
+    preconditioned Crank-Nicolson steps within its shrinkage component: the
+    proposal ``m + sqrt(1 - rho^2) (eta - m) + rho L xi`` leaves the trace Gaussian
+    invariant, so the acceptance ratio is the tempered prior's alone.
+    """
+    n = len(etas)
+    valid = np.isfinite(log_prior)
+    if not valid.any():
+        _raise_impossible()
+    roots = {g: _psd_cholesky(fit.covs[g]) for g in np.unique(labels)}
+    beta, rho, stages, acceptance = 0.0, 0.5, 0, []
+    while beta < 1.0:
+        if stages == _SMC_MAX_STAGES:
+            warnings.warn(
+                "The tempered sampler of the data statistics stopped after "
+                f"{_SMC_MAX_STAGES} stages at temperature {beta:.2g}: the posterior may "
+                "be too wide.", RuntimeWarning, stacklevel=4)
             break
-        n_prop = len(etas)
-    if not np.isfinite(log_w).any():
-        raise ValueError(
-            "No draw of the data statistics is possible under the model's prior "
-            "(e.g. every residual sum of squares came out negative): the trace is too "
-            "noisy for this model. Increase epsilon or max_iter."
-        )
-    w = np.exp(log_w - log_w.max())
-    w /= w.sum()
-    if ess < n_components / 4:
-        warnings.warn(
-            f"The prior-predictive importance weights of the data statistics are "
-            f"degenerate (effective sample size {ess:.0f} of {len(w)} draws): the "
-            "posterior is represented by few distinct components.",
-            RuntimeWarning, stacklevel=3,
-        )
-    pick = rng.choice(len(etas), size=n_components, p=w)
-    return data_statistics.conditional_posterior(etas[pick]), float(ess)
+        stages += 1
+        delta = np.where(np.isfinite(log_prior), log_prior, -np.inf)
+        finite = delta[np.isfinite(delta)]
+        shift = finite.max() if finite.size else 0.0
+
+        target = _SMC_ESS * finite.size
+
+        def ess_at(step):
+            w = np.exp(step * (delta - shift)) if step > 0 else np.isfinite(delta) * 1.0
+            return w.sum() ** 2 / max((w**2).sum(), 1e-300), w
+
+        new_beta = 1.0
+        if ess_at(1.0 - beta)[0] < target:
+            lo, hi = 0.0, 1.0 - beta
+            for _ in range(40):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if ess_at(mid)[0] >= target else (lo, mid)
+            new_beta = beta + max(lo, 1e-12)
+        _, w = ess_at(new_beta - beta)
+        beta = min(new_beta, 1.0)
+        pick = rng.choice(n, size=n, p=w / w.sum())
+        etas, labels, log_prior = etas[pick], labels[pick], log_prior[pick]
+        for _ in range(_SMC_MOVES):
+            proposal = np.empty_like(etas)
+            for g, root in roots.items():
+                rows = np.flatnonzero(labels == g)
+                mean = fit.means[g]
+                xi = rng.standard_normal((len(rows), root.shape[0])) @ root.T
+                proposal[rows] = mean + np.sqrt(1 - rho**2) * (etas[rows] - mean) + rho * xi
+            lp = data_statistics.log_prior(proposal)
+            with np.errstate(invalid="ignore"):
+                log_ratio = beta * (lp - log_prior)
+            accept = np.isfinite(lp) & (np.log(rng.random(n)) < np.nan_to_num(log_ratio, nan=-np.inf))
+            etas[accept], log_prior[accept] = proposal[accept], lp[accept]
+            rate = accept.mean()
+            acceptance.append(float(rate))
+            rho = float(np.clip(rho * (1.5 if rate > 0.4 else 0.6 if rate < 0.15 else 1.0),
+                                1e-3, 1.0))
+    return etas, stages, float(np.mean(acceptance)) if acceptance else 1.0
 
 
 def _model_check(parts, fit, index, scale, P, h, yy, n_values):
