@@ -31,6 +31,21 @@ def rst_table(header, rows):
     return "\n".join(out + [line])
 
 
+def z_rows(cells):
+    """Per-coordinate z-scores of every method: ranges over the coordinates."""
+    header = ["cell", "method", "z mean (range)", "z sd (range)", "last coordinate: z mean / sd",
+              "in spec"]
+    rows = []
+    for k, cell in cells.items():
+        for m, z in cell.get("z", {}).items():
+            mean, sd = z["mean"], z["sd"]
+            ok = all(abs(x) <= 0.2 for x in mean) and all(0.85 <= x <= 1.15 for x in sd)
+            rows.append([k, m, f"{min(mean):+.2f} to {max(mean):+.2f}",
+                         f"{min(sd):.2f} to {max(sd):.2f}",
+                         f"{mean[-1]:+.2f} / {sd[-1]:.2f}", "yes" if ok else "no"])
+    return rst_table(header, rows)
+
+
 def tarp_rows(cells, paper):
     header = ["method"] + [f"{k} (posterior ref.)" for k in cells] + [f"{k} (prior ref.)" for k in cells]
     methods = list(next(iter(cells.values()))["rows"])
@@ -42,12 +57,15 @@ def tarp_rows(cells, paper):
                 r = cell["rows"][m][scheme]
                 row.append(f"{r['rmse']:.3f} ± {r['se']:.3f}")
         rows.append(row)
-    rows.append(["paper, NA-DPVI (NUTS)"] + [f"{paper[k]:.3f}" for k in cells] + ["–"] * len(cells))
+    if paper:
+        rows.append(["paper, NA-DPVI (NUTS)"] + [f"{paper[k]:.3f}" for k in cells]
+                    + ["–"] * len(cells))
     return rst_table(header, rows)
 
 
 def main():
-    for name, key in (("table1_expfam", "table1"), ("table2_linear", "table2")):
+    for name, key in (("table1_expfam", "table1"), ("table2_linear", "table2"),
+                      ("table2_linear_d5_n1000", None), ("table2_linear_d20_rho0.5", None)):
         data = load(name)
         if data:
             print(f"\n{name}: K={data['n_sim']} simulations, T={data['steps']}\n")
@@ -55,8 +73,16 @@ def main():
                 f = data["floor"]
                 print(f"A perfectly calibrated method would get {f['mean']:.3f} "
                       f"(90 % range {f['q05']:.3f}-{f['q95']:.3f}) with this K.\n")
-            print(tarp_rows(data["cells"], PAPER[key]))
-            print("\nseconds per cell:", {k: round(v["seconds"]) for k, v in data["cells"].items()})
+            cells = data["cells"]
+            if key == "table2":
+                cells = {k: cells[k] for k in sorted(cells, key=float)}
+            print(tarp_rows(cells, PAPER.get(key)))
+            print("\nPer-coordinate z-scores ((posterior mean - truth) / posterior sd):\n")
+            print(z_rows(cells))
+            print("\nseconds per cell:", {k: round(v["seconds"]) for k, v in cells.items()},
+                  "clipped:", {k: round(v.get("clipped", 0), 3) for k, v in cells.items()},
+                  "ConvergenceWarning:",
+                  {k: round(v.get("convergence_warning", 0), 3) for k, v in cells.items()})
     data = load("table3_adult")
     if data:
         print(f"\ntable3_adult: {data['reps']} repetitions, T={data['steps']}\n")

@@ -3,7 +3,7 @@
 Imports nothing from skdpvi, so every layer may import it.
 """
 
-__all__ = ["PrivacyWarning"]
+__all__ = ["IdentifiabilityWarning", "PrivacyWarning"]
 
 
 class PrivacyWarning(UserWarning):
@@ -17,4 +17,16 @@ class PrivacyWarning(UserWarning):
         import warnings
         from skdpvi.exceptions import PrivacyWarning
         warnings.simplefilter("error", PrivacyWarning)
+    """
+
+
+class IdentifiabilityWarning(UserWarning):
+    """A fit ran, but its DP trace identifies too little for calibrated intervals.
+
+    Raised by the statistics post-processing when the released gradients pin down
+    the data's scale statistics (for linear regression the diagonal of X^T X) only
+    to a relative standard deviation above one half: the posterior then rests on
+    the prior of those statistics and was measured to be miscalibrated in either
+    direction (small data at small epsilon). More rows, a larger epsilon or more
+    iterations make the trace informative.
     """

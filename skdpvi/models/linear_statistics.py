@@ -168,6 +168,10 @@ class LinearRegressionStatistics(DataStatistics):
         last = np.flatnonzero((self.rows == self.p - 1) & (self.cols == self.p - 1))
         return last, np.array([float(self.n_examples)])
 
+    def scale_statistics(self):
+        """The diagonal of X^T X, except a known one (the intercept's)."""
+        return np.setdiff1d(self.diagonal, self.known_statistics()[0])
+
     def shrinkage_groups(self):
         off = self.off_diagonal
         rows, cols, diagonal = self.rows[off], self.cols[off], self.diagonal

@@ -117,6 +117,10 @@ class LogisticRegressionStatistics(DataStatistics):
         out[:, self.p:] += scale_design * np.diag(Lam)
         return out
 
+    def scale_statistics(self):
+        """The diagonal of the curvature Lambda."""
+        return self.diagonal
+
     def shrinkage_groups(self):
         off = self.off_diagonal
         rows, cols, diagonal = self.rows[off], self.cols[off], self.diagonal

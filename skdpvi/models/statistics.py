@@ -133,6 +133,18 @@ class DataStatistics:
         """
         return np.zeros(0, dtype=int), np.zeros(0)
 
+    def scale_statistics(self):
+        """Statistics that set the scale of the posterior (checked for identification).
+
+        Returns
+        -------
+        ndarray of int
+            Positions in eta, e.g. the diagonal of X^T X. Empty (the default): the
+            model's posterior given eta does not hinge on a curvature estimated from
+            the trace, and no check is made.
+        """
+        return np.zeros(0, dtype=int)
+
     def shrinkage_groups(self):
         """Statistics that a Gaussian shrinkage prior may pull towards zero.
 
