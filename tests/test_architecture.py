@@ -23,7 +23,7 @@ LAYERS = {
     "accounting": {"utils"},
     "models": {"utils"},
     "dpvi": {"models", "utils"},
-    "noise_aware": {"dpvi", "models", "utils"},
+    "noise_aware": {"dpvi", "models", "exceptions", "utils"},
     "posterior": {"noise_aware", "dpvi", "models", "utils"},
     "linear_model": {"posterior", "noise_aware", "dpvi", "models", "accounting",
                      "exceptions", "utils"},
