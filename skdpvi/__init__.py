@@ -12,7 +12,7 @@ Data flow, read top-down:
 ``skdpvi.datasets``     the bundled UCI Adult data and simulators of the paper's models
 ``skdpvi.plotting``     coverage, calibration and credible-interval plots (matplotlib)
 ``skdpvi.integrations`` export a fit to ArviZ (``to_inference_data``)
-``skdpvi.exceptions``   ``PrivacyWarning``
+``skdpvi.exceptions``   ``PrivacyWarning``, ``IdentifiabilityWarning``
 ``skdpvi.privacy_audit`` an empirical lower bound on epsilon, checking the privacy claim
 """
 
