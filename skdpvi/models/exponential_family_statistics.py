@@ -23,7 +23,6 @@ Dirichlet-Categorical, p = softmax(u_1, u_2, 0), prior Dirichlet(alpha), counts 
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from numpy.polynomial.laguerre import laggauss
 from scipy.special import gammaln
 
 from ._quadrature import (gaussian_expectation, log_sigmoid, log_softplus, sigmoid,
@@ -62,11 +61,13 @@ class GammaExponentialStatistics(DataStatistics):
         return J, r
 
     def per_example_predictive(self, eta):
-        # x ~ Exponential(rate) at the posterior mean rate: Gauss-Laguerre nodes
+        # x ~ Exponential(rate) at the posterior mean rate, on 256 equal-probability
+        # nodes (midpoint quantiles): clipping makes the integrand kinked, where
+        # Gauss-Laguerre nodes got the correction's slope in eta 18-30 % wrong
         a, b, n = self.model.prior_shape, self.model.prior_rate, self.n_examples
         rate = (a + n) / (b + max(float(eta[0]), 1e-12))
-        nodes, weights = laggauss(80)
-        return (nodes / rate)[:, None], weights
+        u = (np.arange(256) + 0.5) / 256
+        return (-np.log1p(-u) / rate)[:, None], np.full(256, 1.0 / 256)
 
     def log_prior(self, eta):
         S = np.asarray(eta, float)[:, 0]

@@ -42,7 +42,7 @@ from scipy.stats import chi2
 from threadpoolctl import threadpool_limits
 
 from ..exceptions import IdentifiabilityWarning
-from ..models.statistics import clipping_correction
+from ..models.statistics import DataStatistics, clipping_correction
 
 __all__ = ["statistics_posterior", "StatisticsFit"]
 
@@ -224,7 +224,7 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
         )
     half = len(phi) // 2
     halves = (slice(0, half), slice(half, None))
-    target = _undo_clipping(data_statistics, result, phi, target, precision, halves)
+    data_statistics = _undo_clipping(data_statistics, result, phi, target, precision, halves)
     precision, ratio = _noise_precision(data_statistics, phi, target, precision, halves)
     parts = [data_statistics.normal_equations(phi[s], target[s], precision) for s in halves]
     P = parts[0][0] + parts[1][0]
@@ -263,20 +263,67 @@ def _first_fit(data_statistics, phi, target, precision, halves):
 
 
 def _undo_clipping(data_statistics, result, phi, target, precision, halves):
-    """Add back, in expectation, what clipping removed (models with a per-example
-    predictive: :func:`skdpvi.models.statistics.clipping_correction`)."""
+    """The model's statistics as the clipped mechanism sees them.
+
+    For models with a per-example predictive
+    (:func:`skdpvi.models.statistics.clipping_correction`), clipping removes
+    ``lost(eta)`` from the expected gradient. Linearised at a first estimate, the
+    expected gradient becomes ``(J - L) eta + r - lost(eta_hat) + L eta_hat`` with
+    ``L = d lost / d eta``: the correction moves the fit, and its slope makes the
+    gradients less sensitive to eta (a clipped example contributes C, whatever its
+    statistic), which widens eta's posterior as it should.
+
+    Returns the statistics to regress on (``data_statistics`` itself when nothing is
+    clipped by this model's mechanism).
+    """
     if data_statistics.per_example_predictive(
             np.zeros(data_statistics.n_statistics)) is None:
-        return target
+        return data_statistics
     if getattr(data_statistics.model, "clip_shares", None) is not None:
-        return target  # group clipping is not modelled here
+        return data_statistics  # group clipping is not modelled here
+    preconditioner = np.asarray(result.preconditioner, float)
     corrected = target
     for _ in range(2):  # the correction is small: two plug-in rounds suffice
         eta = _first_fit(data_statistics, phi, corrected, precision, halves)
-        lost = clipping_correction(data_statistics, phi, eta,
-                                   np.asarray(result.preconditioner, float), result.clip_norm)
+        lost = clipping_correction(data_statistics, phi, eta, preconditioner,
+                                   result.clip_norm)
         corrected = target + lost
-    return corrected
+    return _ClippedStatistics(data_statistics, eta, preconditioner, result.clip_norm)
+
+
+class _ClippedStatistics:
+    """A model's statistics with the clipped mechanism's design, linearised at eta_hat.
+
+    Delegates everything else (prior predictive, conditional posterior, ...) to the
+    model's own :class:`~skdpvi.models.statistics.DataStatistics`.
+    """
+
+    def __init__(self, base, eta_hat, preconditioner, clip_norm):
+        self.base, self.eta_hat = base, np.asarray(eta_hat, float)
+        self.preconditioner, self.clip_norm = preconditioner, clip_norm
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+    def _lost(self, phi, eta):
+        return clipping_correction(self.base, phi, eta, self.preconditioner, self.clip_norm)
+
+    def design(self, phi):
+        J, r = self.base.design(phi)
+        lost = self._lost(phi, self.eta_hat)
+        slope = np.empty_like(J)
+        for k in range(J.shape[2]):
+            step = np.zeros_like(self.eta_hat)
+            step[k] = 1e-4 * max(abs(self.eta_hat[k]), 1.0)
+            slope[:, :, k] = ((self._lost(phi, self.eta_hat + step)
+                               - self._lost(phi, self.eta_hat - step)) / (2 * step[k]))
+        return J - slope, r - lost + slope @ self.eta_hat
+
+    def normal_equations(self, phi, target, precision):
+        return DataStatistics.normal_equations(self, phi, target, precision)
+
+    def expected_gradient(self, phi, eta):
+        return DataStatistics.expected_gradient(self, phi, eta)
 
 
 def _noise_precision(data_statistics, phi, target, precision, halves):

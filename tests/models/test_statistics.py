@@ -177,3 +177,37 @@ def test_clipping_correction_is_what_the_mechanism_clips(name):
     predicted = clipping_correction(st, phi[None], eta, beta, clip)[0]
     assert float((norms > clip).float().mean()) > 0.1
     np.testing.assert_allclose(predicted, removed, rtol=0.05, atol=0.02 * np.abs(full / beta).max())
+
+
+def test_clipped_design_has_the_slope_of_the_clipped_mechanism():
+    """Gamma-Exponential, 20 % of the rows clipped: how the released (clipped) gradient
+    changes with the statistic, measured on two data sets that differ only by a scale
+    of x, is the linearised design J - d lost / d eta of the statistics posterior, not
+    the unclipped J (which over-states the gradients' information on eta)."""
+    from skdpvi.dpvi import clip_and_sum
+    from skdpvi.noise_aware.statistics import _ClippedStatistics
+
+    model, _, _, phi = _case("gamma_exponential")
+    n = 20_000
+    x = np.random.default_rng(3).exponential(1 / 1.3, n)
+    beta = np.r_[np.ones(model.n_params), np.full(model.n_params, 30.0)]
+    eps = _centred_normal((4000, model.n_params), torch.Generator().manual_seed(0), "cpu")
+    clip, released, etas = None, [], []
+    for scale in (1.0, 1.03):
+        xs = x * scale
+        rows = per_example_gradients(model, torch.tensor(phi), eps,
+                                     model.prepare_data(torch.tensor(xs)), n,
+                                     torch.tensor(beta))
+        if clip is None:
+            norms = torch.linalg.vector_norm(torch.cat(rows, 1), dim=1).numpy()
+            clip = float(np.quantile(norms, 0.8))
+        clipped, _ = clip_and_sum(rows, clip)
+        released.append(clipped.numpy() / beta)
+        etas.append(xs.sum())
+    slope = (released[1] - released[0]) / (etas[1] - etas[0])
+    st = model.data_statistics(n)
+    J, _ = st.design(phi[None])
+    clipped_design, _ = _ClippedStatistics(st, np.array([np.mean(etas)]), beta,
+                                           clip).design(phi[None])
+    np.testing.assert_allclose(clipped_design[0, :, 0], slope, rtol=0.1)
+    assert np.max(np.abs(J[0, :, 0] - slope) / np.abs(slope)) > 0.2
