@@ -287,6 +287,8 @@ def _undo_clipping(data_statistics, result, phi, target, precision, halves):
         eta = _first_fit(data_statistics, phi, corrected, precision, halves)
         lost = clipping_correction(data_statistics, phi, eta, preconditioner,
                                    result.clip_norm)
+        if not np.any(lost):
+            return data_statistics  # nothing the model predicts is clipped
         corrected = target + lost
     return _ClippedStatistics(data_statistics, eta, preconditioner, result.clip_norm)
 
