@@ -54,6 +54,10 @@ def _tarp_figure(name, title, image, cell_label="{}"):
     with open(os.path.join(RESULTS_DIR, name + ".json")) as f:
         data = json.load(f)
     cells = data["cells"]
+    try:  # epsilons in increasing order, whatever order the cells were run in
+        cells = {k: cells[k] for k in sorted(cells, key=float)}
+    except ValueError:
+        pass
     fig, axes = plt.subplots(2, len(cells), figsize=(4 * len(cells), 7.5), squeeze=False)
     for j, (cell_name, cell) in enumerate(cells.items()):
         for i, scheme in enumerate(("posterior", "prior")):
