@@ -81,8 +81,9 @@ class StatisticsFit:
         known_index, known_values = known if known is not None else (np.zeros(0, int),
                                                                      np.zeros(0))
         known_index = np.asarray(known_index, int)
-        shrink_index = np.setdiff1d(np.asarray(shrink_index, int), known_index)
-        scale_of = dict(zip(np.asarray(shrink_index).tolist(), np.atleast_1d(shrink_scale)))
+        shrink_index = np.asarray(shrink_index, int)
+        scale_of = dict(zip(shrink_index.tolist(), np.atleast_1d(shrink_scale)))
+        shrink_index = np.setdiff1d(shrink_index, known_index)
         log_ml, self.means, self.covs = [], [], []
         for gamma in self.gammas:
             # gamma = 0: the shrunk statistics are exactly 0, like the known ones

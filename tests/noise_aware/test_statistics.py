@@ -196,3 +196,20 @@ def test_tempered_sampler_finds_a_posterior_that_importance_sampling_cannot():
     np.testing.assert_allclose(draws.mean(0), post_mean, atol=0.1 * np.sqrt(post_var))
     np.testing.assert_allclose(draws.std(0), np.sqrt(post_var), rtol=0.1)
     assert len(np.unique(draws[:, 0])) > 500
+
+
+def test_shrinkage_scales_follow_their_statistics_in_any_order():
+    """The prior scale of each shrunk statistic is its own, however the index is ordered
+    and whether or not a known statistic is listed among them."""
+    rng = np.random.default_rng(5)
+    k = 6
+    A = rng.normal(size=(k, k))
+    P, h = A @ A.T + k * np.eye(k), rng.normal(size=k)
+    ordered = StatisticsFit(P, h, np.array([1, 3, 4]), np.array([0.5, 2.0, 7.0]),
+                            gammas=(0.3,))
+    shuffled = StatisticsFit(P, h, np.array([4, 1, 3, 0]), np.array([7.0, 0.5, 2.0, 9.0]),
+                             gammas=(0.3,), known=(np.array([0]), np.array([0.0])))
+    fixed_zero = StatisticsFit(P, h, np.array([1, 3, 4]), np.array([0.5, 2.0, 7.0]),
+                               gammas=(0.3,), known=(np.array([0]), np.array([0.0])))
+    np.testing.assert_allclose(shuffled.means[0], fixed_zero.means[0])
+    assert not np.allclose(ordered.means[0], fixed_zero.means[0])
