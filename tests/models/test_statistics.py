@@ -211,3 +211,19 @@ def test_clipped_design_has_the_slope_of_the_clipped_mechanism():
                                            clip).design(phi[None])
     np.testing.assert_allclose(clipped_design[0, :, 0], slope, rtol=0.1)
     assert np.max(np.abs(J[0, :, 0] - slope) / np.abs(slope)) > 0.2
+
+
+def test_logistic_curvature_outside_the_psd_cone_is_projected_not_rejected():
+    """A draw of Lambda with a negative eigenvalue (a direction the data do not inform)
+    gives the posterior of its PSD projection: the prior alone along that direction."""
+    st = LogisticRegressionModel(2).data_statistics(1000)
+    v = np.array([1.0, -1.0, 0.0]) / np.sqrt(2)
+    Lam_psd = 300.0 * np.eye(3) - 300.0 * np.outer(v, v)  # singular along v
+    Lam_bad = Lam_psd - 50.0 * np.outer(v, v)  # eigenvalue -50 along v
+    b = np.array([10.0, -5.0, 2.0])
+    etas = np.array([np.r_[L[st.rows, st.cols], b] for L in (Lam_psd, Lam_bad)])
+    assert np.isfinite(st.log_prior(etas)).all()
+    comps = st.conditional_posterior(etas)
+    np.testing.assert_allclose(comps.mean[1], comps.mean[0], rtol=1e-10)
+    cov = comps.chol[1] @ comps.chol[1].T
+    assert v @ cov @ v == pytest.approx(LogisticRegressionModel(2).prior_scale**2, rel=1e-8)
