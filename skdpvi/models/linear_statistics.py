@@ -25,12 +25,12 @@ import numpy as np
 from ._quadrature import (gaussian_expectation, inverse_softplus_value, log_sigmoid,
                           log_softplus, sigmoid, softplus)
 from .components import NormalInverseGammaComponents
-from .statistics import DataStatistics, unvech
+from .statistics import SymmetricBlockStatistics, unvech
 
 __all__ = ["LinearRegressionStatistics"]
 
 
-class LinearRegressionStatistics(DataStatistics):
+class LinearRegressionStatistics(SymmetricBlockStatistics):
     """:class:`DataStatistics` of :class:`~skdpvi.models.LinearRegressionModel`.
 
     Parameters
@@ -44,12 +44,8 @@ class LinearRegressionStatistics(DataStatistics):
         self.model = model
         self.n_examples = int(n_examples)
         p = model.n_weights
-        self.p = p
-        self.rows, self.cols = np.tril_indices(p)
-        self.n_vech = len(self.rows)
+        self._init_block(p)
         self.n_statistics = self.n_vech + p + 1
-        self.diagonal = np.flatnonzero(self.rows == self.cols)
-        self.off_diagonal = np.flatnonzero(self.rows != self.cols)
         names = [f"XtX[{i},{k}]" for i, k in zip(self.rows, self.cols)]
         self.statistic_names = tuple(names + [f"Xty[{j}]" for j in range(p)] + ["yty"])
 
@@ -148,19 +144,6 @@ class LinearRegressionStatistics(DataStatistics):
         out[:, n_params + p] += parts["u_scale"] * Q
         return out
 
-    @property
-    def _scatter(self):
-        """Positions in eta of (XtX[j, 0..p-1], Xty[j]) for each coefficient j."""
-        if "_scatter_cache" not in self.__dict__:
-            lookup = {}
-            for c, (i, k) in enumerate(zip(self.rows, self.cols)):
-                lookup[(i, k)] = lookup[(k, i)] = c
-            self._scatter_cache = [
-                np.array([lookup[(j, k)] for k in range(self.p)] + [self.n_vech + j])
-                for j in range(self.p)
-            ]
-        return self._scatter_cache
-
     def known_statistics(self):
         """With an intercept, its column of ones gives ``(X^T X)_pp = N`` (N is public)."""
         if not self.model.fit_intercept:
@@ -171,16 +154,6 @@ class LinearRegressionStatistics(DataStatistics):
     def scale_statistics(self):
         """The diagonal of X^T X, except a known one (the intercept's)."""
         return np.setdiff1d(self.diagonal, self.known_statistics()[0])
-
-    def shrinkage_groups(self):
-        off = self.off_diagonal
-        rows, cols, diagonal = self.rows[off], self.cols[off], self.diagonal
-
-        def scale(eta):
-            d = np.maximum(eta[diagonal], 1e-12)
-            return np.sqrt(d[rows] * d[cols])
-
-        return off, scale
 
     # ----------------------------------------------------------------- posterior
 

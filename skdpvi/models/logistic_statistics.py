@@ -38,12 +38,12 @@ import numpy as np
 
 from ._quadrature import sigmoid, softplus
 from .components import GaussianComponents
-from .statistics import DataStatistics, unvech
+from .statistics import SymmetricBlockStatistics, unvech
 
 __all__ = ["LogisticRegressionStatistics"]
 
 
-class LogisticRegressionStatistics(DataStatistics):
+class LogisticRegressionStatistics(SymmetricBlockStatistics):
     """:class:`DataStatistics` of :class:`~skdpvi.models.LogisticRegressionModel`.
 
     Parameters
@@ -59,20 +59,10 @@ class LogisticRegressionStatistics(DataStatistics):
         self.model = model
         self.n_examples = int(n_examples)
         p = model.n_weights
-        self.p = p
-        self.rows, self.cols = np.tril_indices(p)
-        self.n_vech = len(self.rows)
+        self._init_block(p)
         self.n_statistics = self.n_vech + p
-        self.diagonal = np.flatnonzero(self.rows == self.cols)
-        self.off_diagonal = np.flatnonzero(self.rows != self.cols)
         names = [f"Lambda[{i},{k}]" for i, k in zip(self.rows, self.cols)]
         self.statistic_names = tuple(names + [f"b[{j}]" for j in range(p)])
-        lookup = {}
-        for c, (i, k) in enumerate(zip(self.rows, self.cols)):
-            lookup[(i, k)] = lookup[(k, i)] = c
-        #: positions in eta of (Lambda[j, 0..p-1], b[j]) for each coefficient j
-        self._scatter = [np.array([lookup[(j, k)] for k in range(p)] + [self.n_vech + j])
-                         for j in range(p)]
 
     def _parts(self, phi):
         phi = np.atleast_2d(np.asarray(phi, float))
@@ -124,16 +114,6 @@ class LogisticRegressionStatistics(DataStatistics):
     def scale_statistics(self):
         """The diagonal of the curvature Lambda."""
         return self.diagonal
-
-    def shrinkage_groups(self):
-        off = self.off_diagonal
-        rows, cols, diagonal = self.rows[off], self.cols[off], self.diagonal
-
-        def scale(eta):
-            d = np.maximum(eta[diagonal], 1e-12)
-            return np.sqrt(d[rows] * d[cols])
-
-        return off, scale
 
     def gaussian_prior(self, eta_hat):
         Lam = unvech(np.asarray(eta_hat, float)[:self.n_vech], self.p)

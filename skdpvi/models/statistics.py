@@ -191,6 +191,44 @@ class DataStatistics:
         raise NotImplementedError
 
 
+class SymmetricBlockStatistics(DataStatistics):
+    """Statistics that start with vech of a symmetric p x p matrix (X^T X, Lambda),
+    followed by a p-vector paired with it (X^T y, b): the index bookkeeping, the
+    shrinkage of the off-diagonal and the scatter of each coefficient's normal
+    equations, shared by the linear and logistic models."""
+
+    def _init_block(self, p):
+        self.p = p
+        self.rows, self.cols = np.tril_indices(p)
+        self.n_vech = len(self.rows)
+        self.diagonal = np.flatnonzero(self.rows == self.cols)
+        self.off_diagonal = np.flatnonzero(self.rows != self.cols)
+
+    @property
+    def _scatter(self):
+        """Positions in eta of (M[j, 0..p-1], v[j]) for each coefficient j."""
+        if "_scatter_cache" not in self.__dict__:
+            lookup = {}
+            for c, (i, k) in enumerate(zip(self.rows, self.cols)):
+                lookup[(i, k)] = lookup[(k, i)] = c
+            self._scatter_cache = [
+                np.array([lookup[(j, k)] for k in range(self.p)] + [self.n_vech + j])
+                for j in range(self.p)
+            ]
+        return self._scatter_cache
+
+    def shrinkage_groups(self):
+        """The off-diagonal of the matrix, on the scale sqrt(M_jj M_kk)."""
+        off = self.off_diagonal
+        rows, cols, diagonal = self.rows[off], self.cols[off], self.diagonal
+
+        def scale(eta):
+            d = np.maximum(eta[diagonal], 1e-12)
+            return np.sqrt(d[rows] * d[cols])
+
+        return off, scale
+
+
 def vech_indices(p):
     """Row and column of each entry of the lower triangle of a p x p matrix, in order."""
     return np.tril_indices(p)

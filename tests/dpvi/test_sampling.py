@@ -81,6 +81,9 @@ def test_large_data_draw_fewer_steps_at_once():
 
     assert _block_steps(30_162, 0.1, 10_000) == 512  # Adult: the block of the paper runs
     assert _block_steps(5000, 0.1, 300) == 300
-    assert 1 < _block_steps(10**6, 0.02, 10_000) < 512
+    # 10^6 rows at q = 0.02: a step's padded gaps are 20,864 wide, so 25 steps fill the
+    # large-data budget of 2^19 elements (not 512, which would be 10.7 million)
+    assert _chunk(10**6, 0.02) == 20_864
+    assert _block_steps(10**6, 0.02, 10_000) == 25
     assert _block_steps(10**6, 0.02, 10_000) * _chunk(10**6, 0.02) <= _LARGE_BLOCK_ELEMENTS
     assert _block_steps(10**7, 0.1, 10_000) == 1
