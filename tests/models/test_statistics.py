@@ -185,7 +185,7 @@ def test_clipped_design_has_the_slope_of_the_clipped_mechanism():
     of x, is the linearised design J - d lost / d eta of the statistics posterior, not
     the unclipped J (which over-states the gradients' information on eta)."""
     from skdpvi.dpvi import clip_and_sum
-    from skdpvi.noise_aware.statistics import _ClippedStatistics
+    from skdpvi.noise_aware.statistics_clipping import _ClippedStatistics
 
     model, _, _, phi = _case("gamma_exponential")
     n = 20_000

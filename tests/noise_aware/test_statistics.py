@@ -181,7 +181,7 @@ def test_tempered_sampler_finds_a_posterior_that_importance_sampling_cannot():
     """Trace Gaussian N(0, 1) x prior N(2, 0.05^2) in 3-D: importance sampling from the
     trace Gaussian has an effective sample size of a few draws; the tempered sampler
     reproduces the exact product (mean and sd within a few percent)."""
-    from skdpvi.noise_aware.statistics import _resample
+    from skdpvi.noise_aware.statistics_sampling import _resample
 
     d, prior_sd = 3, 0.05
     fit = StatisticsFit(np.eye(d), np.zeros(d), np.zeros(0, int), np.zeros(0))
