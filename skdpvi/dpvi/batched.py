@@ -111,7 +111,6 @@ return_diagnostics, device, verbose, n_threads
     sizes = {d.n_examples for d in prepared}
     if len(sizes) != 1:
         raise ValueError(f"All data sets must have the same number of rows; got {sorted(sizes)}.")
-    n_runs, n_examples = len(prepared), prepared[0].n_examples
     with _limit_threads(_resolve_threads(n_threads)):
         return _run_batched(model, prepared, seeds, device, verbose,
                             noise_multiplier=noise_multiplier, clip_norm=clip_norm,
