@@ -20,6 +20,9 @@ independently, with w ~ N(0, s2 sigma^2 I) and sigma^2 ~ InvGamma(a, b). X^T X g
 a flat prior (the design's distribution is not part of the model).
 """
 
+import hashlib
+from collections import OrderedDict
+
 import numpy as np
 
 from ._quadrature import (gaussian_expectation, inverse_softplus_value, log_sigmoid,
@@ -52,8 +55,21 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
     # ------------------------------------------------------------------ gradient
 
     def _parts(self, phi):
-        """The pieces of J and r shared by :meth:`design` and :meth:`normal_equations`."""
-        phi = np.atleast_2d(np.asarray(phi, float))
+        """The pieces of J and r shared by :meth:`design` and :meth:`normal_equations`.
+
+        The post-processing asks for them on the same trace (and its halves) many
+        times; the last few are kept, keyed by the bytes of phi.
+        """
+        phi = np.ascontiguousarray(np.atleast_2d(np.asarray(phi, float)))
+        key = (phi.shape, hashlib.blake2b(phi.tobytes(), digest_size=16).digest())
+        cache = self.__dict__.setdefault("_parts_cache", OrderedDict())
+        if key not in cache:
+            cache[key] = self._compute_parts(phi)
+            if len(cache) > 40:
+                cache.popitem(last=False)
+        return cache[key]
+
+    def _compute_parts(self, phi):
         m = self.model
         p, n_params = self.p, m.n_params
         s2, a, b = m.weight_scale**2, m.noise_shape, m.noise_scale
@@ -79,7 +95,7 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         r[:, p] = c0 * e0m + e1m * known - e2m
         r[:, n_params:n_params + p] = (e1[:, None] * s_w / s2 - 1.0 / s_w) * sig_w
         r[:, n_params + p] = (c0 * e0s + e1s * known - e2s - 1.0 / s_u) * sig_u
-        return dict(mu_w=mu_w, e1=e1, dQ=dQ, u_mean=0.5 * e1m, u_scale=0.5 * e1s * sig_u,
+        return dict(mu_w=mu_w, s_w=s_w, e1=e1, dQ=dQ, u_mean=0.5 * e1m, u_scale=0.5 * e1s * sig_u,
                     w_scale=e1[:, None] * s_w * sig_w, r=r)
 
     def design(self, phi):
@@ -96,7 +112,22 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         J[:, p, :] = parts["u_mean"][:, None] * dQ
         J[:, n_params + np.arange(p), self.diagonal] = parts["w_scale"]
         J[:, n_params + p, :] = parts["u_scale"][:, None] * dQ
-        return J, parts["r"]
+        return J, parts["r"].copy()
+
+    def design_sum(self, phi):
+        """``sum_t J_t`` and ``sum_t r_t`` without forming the (T, d, k) block."""
+        parts = self._parts(phi)
+        p, n_params = self.p, self.model.n_params
+        rows, cols, vech, off = self.rows, self.cols, np.arange(self.n_vech), self.off_diagonal
+        J = np.zeros((2 * n_params, self.n_statistics))
+        m1 = parts["e1"] @ parts["mu_w"]
+        J[rows, vech] += m1[cols]
+        J[cols[off], off] += m1[rows[off]]
+        J[np.arange(p), self.n_vech + np.arange(p)] = -parts["e1"].sum()
+        J[p] = parts["u_mean"] @ parts["dQ"]
+        J[n_params + np.arange(p), self.diagonal] = parts["w_scale"].sum(0)
+        J[n_params + p] = parts["u_scale"] @ parts["dQ"]
+        return J, parts["r"].sum(0)
 
     def normal_equations(self, phi, target, precision):
         """As :meth:`DataStatistics.normal_equations`, from cross-products of the trace.
@@ -143,6 +174,121 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         out[:, n_params:n_params + p] += parts["w_scale"] * np.diag(XtX)
         out[:, n_params + p] += parts["u_scale"] * Q
         return out
+
+    # ------------------------------------------------------------------ clipping
+
+    def per_example_predictive(self, eta):
+        """Examples (x, y) whose moments are eta / N, for the clipping correction.
+
+        x is Gaussian with the second moments X^T X / N (with an intercept, the
+        features' means and covariance, and the intercept exactly 1) and y given x is
+        Gaussian around x . w_hat with variance RSS / N. The standard normal points
+        behind the 256 nodes are fixed (quasi-random) and whitened, so the nodes'
+        moments equal eta / N exactly and move smoothly with eta (for the
+        correction's slope).
+
+        Returns
+        -------
+        nodes : ndarray of shape (256, n_statistics)
+            ``(vech(x x^T), x y, y^2)`` per node.
+        weights : ndarray of shape (256,)
+        """
+        x, y = self._predictive_examples(eta)
+        nodes = np.column_stack([x[:, self.rows] * x[:, self.cols], x * y[:, None], y * y])
+        weights = np.full(len(y), 1.0 / len(y))
+        return nodes, weights
+
+    def _predictive_examples(self, eta):
+        XtX, Xty, yty = self.unpack(np.asarray(eta, float))
+        n, p = self.n_examples, self.p
+        z = _whitened_normals(256, p + 1)
+        M = XtX / n
+        x = np.empty((len(z), p))
+        if self.model.fit_intercept:
+            f = p - 1
+            mean = M[:f, f]
+            x[:, :f] = mean + z[:, :f] @ _psd_sqrt(M[:f, :f] - np.outer(mean, mean))
+            x[:, f] = 1.0
+        else:
+            x[:] = z[:, :p] @ _psd_sqrt(M)
+        w_hat = np.linalg.lstsq(XtX, Xty, rcond=None)[0]
+        rss = max(float(yty - Xty @ w_hat), 0.0)
+        y = x @ w_hat + np.sqrt(rss / n) * z[:, p]
+        return x, y
+
+    def per_example_rows(self, phi, eta):
+        """The expected per-example gradients, directly from each node's (x, y).
+
+        O(T K p) instead of the O(T K p^2) of ``J t``: with resid = y - x . mu_w and
+        ``Q_i = resid^2 + sum_j x_j^2 s_j^2``, the rows are
+        ``-E[1/sigma^2] resid x`` (means of w), ``Q_i`` times the noise variance's
+        coefficients, and ``E[1/sigma^2] s_j sigmoid(rho_j) x_j^2`` (scales of w),
+        plus ``r / N``.
+        """
+        p, n_params = self.p, self.model.n_params
+        x, y = self._predictive_examples(eta)
+        parts = self._parts(phi)
+        resid = y[None, :] - parts["mu_w"] @ x.T  # (T, K)
+        dq = resid**2 + (parts["s_w"] ** 2) @ (x.T ** 2)
+        T, K, d = len(resid), len(y), parts["r"].shape[1]
+        rows = np.empty((T, K, d))
+        rows[:, :, :p] = -(parts["e1"][:, None] * resid)[:, :, None] * x[None]
+        rows[:, :, p] = parts["u_mean"][:, None] * dq
+        rows[:, :, n_params:n_params + p] = parts["w_scale"][:, None, :] * (x * x)[None]
+        rows[:, :, n_params + p] = parts["u_scale"][:, None] * dq
+        rows += parts["r"][:, None, :] / self.n_examples
+        return rows
+
+    def clipping_loss(self, phi, eta, preconditioner, clip_norm):
+        """:func:`~skdpvi.models.statistics.clipping_correction` without the (T, K, d)
+        block of :meth:`per_example_rows`: every group's squared norm and clipped sum
+        come from (T, K) arrays and products with the nodes' x (10-50x faster).
+        """
+        p, n_params, n = self.p, self.model.n_params, self.n_examples
+        x, y = self._predictive_examples(eta)
+        weights = 1.0 / len(y)
+        parts = self._parts(phi)
+        r = parts["r"] / n
+        beta = np.asarray(preconditioner, float)
+        e1, ws = parts["e1"][:, None], parts["w_scale"]
+        resid = y[None, :] - parts["mu_w"] @ x.T  # (T, K)
+        dq = resid**2 + (parts["s_w"] ** 2) @ (x.T**2)
+        x2 = x * x
+        bw2, bs2 = beta[:p] ** 2, beta[n_params:n_params + p] ** 2
+        rw, rs = r[:, :p], r[:, n_params:n_params + p]
+        # squared norms of the three groups (means of w, the noise variance, scales of w)
+        sq_w = (e1 * resid) ** 2 * (x2 @ bw2) - 2 * e1 * resid * ((bw2 * rw) @ x.T) \
+            + (bw2 * rw**2).sum(1)[:, None]
+        extra_m = parts["u_mean"][:, None] * dq + r[:, p:p + 1]
+        extra_s = parts["u_scale"][:, None] * dq + r[:, n_params + p:n_params + p + 1]
+        sq_e = beta[p] ** 2 * extra_m**2 + beta[n_params + p] ** 2 * extra_s**2
+        sq_s = (bs2 * ws**2) @ (x2.T**2) + 2 * (bs2 * ws * rs) @ x2.T \
+            + (bs2 * rs**2).sum(1)[:, None]
+        groups = self.clip_groups(clip_norm)
+        sq = (sq_w, sq_e, sq_s)
+        if groups is None:
+            factors = [_lost_fraction(sq_w + sq_e + sq_s, clip_norm)] * 3
+        else:
+            factors = [_lost_fraction(q, c) for q, (_, c) in zip(sq, groups)]
+        a_w, a_e, a_s = (weights * f for f in factors)
+        out = np.empty((len(resid), 2 * n_params))
+        out[:, :p] = -e1 * ((a_w * resid) @ x) + a_w.sum(1)[:, None] * rw
+        out[:, p] = (a_e * extra_m).sum(1)
+        out[:, n_params + p] = (a_e * extra_s).sum(1)
+        out[:, n_params:n_params + p] = ws * (a_s @ x2) + a_s.sum(1)[:, None] * rs
+        return n * out
+
+    def clip_groups(self, clip_norm):
+        """The linear model's three clip groups: means of w, (mu_u, rho_u), scales of w."""
+        from ..dpvi.mechanism import group_clip_norms
+
+        shares = getattr(self.model, "clip_shares", None)
+        if shares is None:
+            return None
+        p, n_params = self.p, self.model.n_params
+        c_w, c_extra, c_scales = group_clip_norms(clip_norm, shares)
+        return [(np.arange(p), c_w), (np.array([p, n_params + p]), c_extra),
+                (n_params + np.arange(p), c_scales)]
 
     def known_statistics(self):
         """With an intercept, its column of ones gives ``(X^T X)_pp = N`` (N is public)."""
@@ -211,3 +357,38 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         chol = np.linalg.cholesky(0.5 * (cov + np.swapaxes(cov, 1, 2)))
         return NormalInverseGammaComponents(mean, chol, a + self.n_examples / 2,
                                             np.maximum(scale, 1e-300))
+
+
+def _lost_fraction(sq_norms, clip_norm):
+    """1 - min(1, C / norm): the share of a row (group) that clipping removes."""
+    if clip_norm <= 0:
+        return np.ones_like(sq_norms)
+    norms = np.sqrt(np.maximum(sq_norms, 0.0))
+    return 1.0 - np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
+
+
+def _psd_sqrt(cov):
+    """The symmetric square root of a covariance (negative eigenvalues set to 0)."""
+    values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
+    return (vectors * np.sqrt(np.maximum(values, 0.0))) @ vectors.T
+
+
+_WHITENED = {}
+
+
+def _whitened_normals(n, k):
+    """n fixed quasi-random draws of k standard normals (scrambled Sobol points through
+    the normal quantile), with sample mean 0 and covariance I exactly.
+
+    Against the mechanism on 20,000 rows (tests), 256 Sobol nodes put the clipped sum
+    within 2-8 % on the large coordinates, where 256 pseudo-random nodes erred by up to
+    30 % (a tail expectation: clipping removes the largest rows).
+    """
+    if (n, k) not in _WHITENED:
+        from scipy.stats import norm, qmc
+
+        z = norm.ppf(qmc.Sobol(k, scramble=True, seed=20251).random(n))
+        z -= z.mean(0)
+        chol = np.linalg.cholesky(z.T @ z / n)
+        _WHITENED[(n, k)] = np.linalg.solve(chol, z.T).T
+    return _WHITENED[(n, k)]

@@ -56,6 +56,14 @@ class DataStatistics:
         """
         raise NotImplementedError
 
+    def design_sum(self, phi):
+        """``sum_t J(phi_t)`` and ``sum_t r(phi_t)`` over the rows of phi."""
+        J_sum, r_sum = 0.0, 0.0
+        for start in range(0, len(phi), 512):
+            J, r = self.design(phi[start:start + 512])
+            J_sum, r_sum = J_sum + J.sum(0), r_sum + r.sum(0)
+        return J_sum, r_sum
+
     def normal_equations(self, phi, target, precision):
         """``sum_t J_t^T W J_t``, ``sum_t J_t^T W y_t`` and ``sum_t y_t^T W y_t``.
 
@@ -109,6 +117,31 @@ class DataStatistics:
         -------
         None, or (nodes, weights)
             ``nodes`` of shape (K, n_statistics) and probabilities ``weights`` (K,).
+        """
+        return None
+
+    def per_example_rows(self, phi, eta):
+        """Expected per-example gradients ``J(phi) t + r(phi) / N`` at the nodes of
+        :meth:`per_example_predictive` ``(eta)``.
+
+        Parameters
+        ----------
+        phi : ndarray of shape (T, d)
+        eta : ndarray of shape (n_statistics,)
+
+        Returns
+        -------
+        ndarray of shape (T, K, d)
+        """
+        nodes, _ = self.per_example_predictive(eta)
+        J, r = self.design(phi)
+        return np.matmul(J, nodes.T).transpose(0, 2, 1) + r[:, None, :] / self.n_examples
+
+    def clip_groups(self, clip_norm):
+        """How the mechanism clips a row: ``[(index, C_g), ...]``, or None for one norm C.
+
+        Models clipped by groups (``model.clip_shares``, see
+        :mod:`skdpvi.dpvi.mechanism`) say which coordinates of phi form each group.
         """
         return None
 
@@ -253,6 +286,9 @@ def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norm):
 
         E[g / kappa] = J eta + r - N E_t[(1 - f(t)) (J t + r / N)].
 
+    A model clipped by groups (:meth:`~DataStatistics.clip_groups`) has one factor
+    ``f_g = min(1, C_g / norm_g)`` per group (a group with ``C_g = 0`` is dropped).
+
     Parameters
     ----------
     data_statistics : DataStatistics
@@ -266,16 +302,28 @@ def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norm):
     -------
     ndarray of shape (T, d), or None when the model has no per-example predictive.
     """
-    predictive = data_statistics.per_example_predictive(np.asarray(eta, float))
+    eta = np.asarray(eta, float)
+    predictive = data_statistics.per_example_predictive(eta)
     if predictive is None:
         return None
-    nodes, weights = predictive
+    fast = getattr(data_statistics, "clipping_loss", None)
+    if fast is not None:
+        return np.concatenate([fast(phi[start:start + 512], eta, preconditioner, clip_norm)
+                               for start in range(0, len(phi), 512)])
+    weights = predictive[1]
     n = data_statistics.n_examples
+    groups = data_statistics.clip_groups(clip_norm)
+    if groups is None:
+        groups = [(np.arange(np.shape(phi)[-1]), clip_norm)]
     out = []
     for start in range(0, len(phi), 512):
-        J, r = data_statistics.design(phi[start:start + 512])
-        rows = np.einsum("tdk,nk->tnd", J, nodes) + r[:, None, :] / n  # (T, K, d)
-        norms = np.linalg.norm(rows * preconditioner, axis=2)
-        lost = 1.0 - np.minimum(1.0, clip_norm / np.maximum(norms, 1e-300))
-        out.append(n * np.einsum("n,tn,tnd->td", weights, lost, rows))
+        rows = data_statistics.per_example_rows(phi[start:start + 512], eta)
+        scaled = rows * preconditioner
+        lost = np.empty_like(rows)
+        for index, c_g in groups:
+            norms = np.sqrt((scaled[..., index] ** 2).sum(-1))
+            kept = (np.minimum(1.0, c_g / np.maximum(norms, 1e-300)) if c_g > 0
+                    else np.zeros_like(norms))
+            lost[..., index] = rows[..., index] * (1.0 - kept)[..., None]
+        out.append(n * np.einsum("n,tnd->td", weights, lost))
     return np.concatenate(out)

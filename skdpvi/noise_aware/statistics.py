@@ -214,7 +214,39 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
         )
     half = len(phi) // 2
     halves = (slice(0, half), slice(half, None))
-    data_statistics = _undo_clipping(data_statistics, result, phi, target, precision, halves)
+    base = data_statistics
+    data_statistics = _undo_clipping(base, result, phi, target, precision, halves)
+    correction = ("unsettled" if data_statistics is None else "applied"
+                  if data_statistics is not base else "negligible")
+    data_statistics = base if data_statistics is None else data_statistics
+    regression = _regression(data_statistics, phi, target, precision, halves)
+    try:
+        components, sampling = _resample(data_statistics, regression["fit"], n_components,
+                                         rng, n_proposals)
+    except ValueError:
+        if data_statistics is base:
+            raise
+        # the linearised correction put every draw outside the model's support (a
+        # first estimate too far from the truth to linearise at): without it
+        data_statistics, correction = base, "failed"
+        regression = _regression(base, phi, target, precision, halves)
+        components, sampling = _resample(base, regression["fit"], n_components, rng,
+                                         n_proposals)
+    fit = regression["fit"]
+    diagnostics = {"gamma_grid": fit.gammas, "gamma_weights": fit.weights,
+                   "eta_mean": fit.mean, "noise_inflation": regression["ratio"],
+                   "clipping_correction": correction}
+    if check:
+        diagnostics.update(_model_check(regression["parts"], fit, regression["index"],
+                                        regression["scale"], regression["P"],
+                                        regression["h"], regression["yy"], phi.size))
+        diagnostics.update(_identification_check(data_statistics, fit))
+    diagnostics.update(sampling)
+    return components, diagnostics
+
+
+def _regression(data_statistics, phi, target, precision, halves):
+    """eta's Gaussian posterior from the trace (the normal equations, the shrinkage)."""
     precision, ratio = _noise_precision(data_statistics, phi, target, precision, halves)
     parts = [data_statistics.normal_equations(phi[s], target[s], precision) for s in halves]
     P = parts[0][0] + parts[1][0]
@@ -231,25 +263,24 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,), known=known)
     scale = scale_of(first.means[0]) if len(index) else np.zeros(0)
     fit = StatisticsFit(P, h, index, scale, known=known)
-    diagnostics = {"gamma_grid": fit.gammas, "gamma_weights": fit.weights,
-                   "eta_mean": fit.mean, "noise_inflation": ratio}
-    if check:
-        diagnostics.update(_model_check(parts, fit, index, scale, P, h, yy, phi.size))
-        diagnostics.update(_identification_check(data_statistics, fit))
-    components, sampling = _resample(data_statistics, fit, n_components, rng, n_proposals)
-    diagnostics.update(sampling)
-    return components, diagnostics
+    return dict(fit=fit, parts=parts, P=P, h=h, yy=yy, index=index, scale=scale, ratio=ratio)
 
 
-def _first_fit(data_statistics, phi, target, precision, halves):
+def _first_fit(data_statistics, phi, target, precision, halves, full=False):
     """eta under a nearly flat prior (no shrinkage of a coupling the trace shows)."""
     P = h = 0.0
     for s in halves:
         P_k, h_k, _ = data_statistics.normal_equations(phi[s], target[s], precision)
         P, h = P + P_k, h + h_k
     index, _ = data_statistics.shrinkage_groups()
-    return StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
-                         known=data_statistics.known_statistics()).means[0]
+    fit = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
+                        known=data_statistics.known_statistics())
+    return fit if full else fit.means[0]
+
+
+#: Below this shift of the first fit (in its posterior sds) the clipping correction
+#: is left out: what the model predicts is clipped does not move the fit.
+_NEGLIGIBLE_CLIPPING = 0.05
 
 
 def _undo_clipping(data_statistics, result, phi, target, precision, halves):
@@ -263,24 +294,39 @@ def _undo_clipping(data_statistics, result, phi, target, precision, halves):
     gradients less sensitive to eta (a clipped example contributes C, whatever its
     statistic), which widens eta's posterior as it should.
 
-    Returns the statistics to regress on (``data_statistics`` itself when nothing is
-    clipped by this model's mechanism).
+    Returns the statistics to regress on: ``data_statistics`` itself when what the
+    model predicts is clipped moves the first fit by less than 0.05 posterior sd, and
+    None when the plug-in does not settle (a second round moves the estimate by more
+    than half as much as the first).
     """
     if data_statistics.per_example_predictive(
             np.zeros(data_statistics.n_statistics)) is None:
         return data_statistics
-    if getattr(data_statistics.model, "clip_shares", None) is not None:
-        return data_statistics  # group clipping is not modelled here
     preconditioner = np.asarray(result.preconditioner, float)
-    corrected = target
-    for _ in range(2):  # the correction is small: two plug-in rounds suffice
-        eta = _first_fit(data_statistics, phi, corrected, precision, halves)
-        lost = clipping_correction(data_statistics, phi, eta, preconditioner,
-                                   result.clip_norm)
-        if not np.any(lost):
-            return data_statistics  # nothing the model predicts is clipped
-        corrected = target + lost
-    return _ClippedStatistics(data_statistics, eta, preconditioner, result.clip_norm)
+    first = _first_fit(data_statistics, phi, target, precision, halves, full=True)
+    sd = np.sqrt(np.maximum(np.diag(first.covs[0]), 0.0))
+    free = sd > 0
+    if not free.any():
+        return data_statistics
+
+    def shift(a, b):
+        return float(np.max(np.abs(a - b)[free] / sd[free]))
+
+    lost = clipping_correction(data_statistics, phi, first.means[0], preconditioner,
+                               result.clip_norm)
+    eta = _first_fit(data_statistics, phi, target + lost, precision, halves)
+    moved = shift(eta, first.means[0])
+    if moved < _NEGLIGIBLE_CLIPPING:
+        return data_statistics
+    # a second plug-in round must move the estimate by less than half the first: a
+    # correction that does not settle is extrapolated from a first estimate too far
+    # from the truth (or from a predictive of x that does not fit the data)
+    lost = clipping_correction(data_statistics, phi, eta, preconditioner, result.clip_norm)
+    again = _first_fit(data_statistics, phi, target + lost, precision, halves)
+    if shift(again, eta) > 0.5 * moved:
+        return None
+    return _ClippedStatistics(data_statistics, eta, preconditioner, result.clip_norm,
+                              trace_phi=phi, lost=lost)
 
 
 def _noise_precision(data_statistics, phi, target, precision, halves):

@@ -213,6 +213,104 @@ def test_clipped_design_has_the_slope_of_the_clipped_mechanism():
     assert np.max(np.abs(J[0, :, 0] - slope) / np.abs(slope)) > 0.2
 
 
+def _linear_clipping_case(n=20_000, shares="model"):
+    rng = np.random.default_rng(3)
+    model = LinearRegressionModel(2)
+    if shares is None:
+        model.clip_shares = None
+    X = rng.normal(size=(n, 2)) @ np.array([[1.0, 0.6], [0.0, 0.8]]) + [0.3, -0.2]
+    y = X @ [0.5, -0.3] + 0.2 + rng.normal(0, 0.3, n)
+    Xp = np.c_[X, np.ones(n)]
+    st = model.data_statistics(n)
+    eta = np.r_[(Xp.T @ Xp)[st.rows, st.cols], Xp.T @ y, y @ y]
+    phi = np.r_[0.4, -0.2, 0.1, -2.0, np.log(np.expm1([0.05, 0.04, 0.06, 0.2]))]
+    beta = np.r_[np.ones(model.n_params), np.full(model.n_params, 30.0)]
+    return model, X, y, st, eta, phi, beta
+
+
+@pytest.mark.parametrize("shares", ["model", None])
+def test_linear_clipping_correction_is_what_the_mechanism_clips(shares):
+    """Linear regression, 20,000 Gaussian rows, a clip norm that clips 30 % of them (by
+    the model's clip groups, or as one row): what clip_and_sum removes from the
+    per-example gradients is what the correction predicts from eta alone."""
+    from skdpvi.dpvi import clip_and_sum
+    from skdpvi.dpvi.mechanism import group_clip_norms
+    from skdpvi.models.statistics import clipping_correction
+
+    model, X, y, st, eta, phi, beta = _linear_clipping_case(shares=shares)
+    tensors = model.prepare_data(torch.tensor(X), torch.tensor(y))
+    eps = _centred_normal((4000, model.n_params), torch.Generator().manual_seed(0), "cpu")
+    rows = per_example_gradients(model, torch.tensor(phi), eps, tensors, len(y),
+                                 torch.tensor(beta))
+    full = torch.cat([r.sum(0) for r in rows]).numpy() / beta
+    norms = torch.linalg.vector_norm(torch.cat(rows, 1), dim=1).numpy()
+    clip = float(np.quantile(norms, 0.8))
+    groups = (None if shares is None
+              else (model.n_weights, group_clip_norms(clip, model.clip_shares)))
+    clipped, clip_norms = clip_and_sum(rows, clip, groups=groups)
+    removed = full - clipped.numpy() / beta
+    predicted = clipping_correction(st, phi[None], eta, beta, clip)[0]
+    assert float((clip_norms > clip).float().mean()) > 0.2
+    big = np.abs(removed) > 0.1 * np.abs(removed).max()
+    assert big.sum() >= 3 and np.abs(removed[big] / full[big]).min() > 0.1
+    np.testing.assert_allclose(predicted, removed, rtol=0.1,
+                               atol=0.03 * np.abs(removed).max())
+
+
+@pytest.mark.parametrize("shares", ["model", None])
+def test_linear_clipping_loss_equals_the_generic_per_example_rows(shares):
+    """The (T, K) shortcut of the linear model gives the generic (T, K, d) computation."""
+    from skdpvi.models import linear_statistics
+    from skdpvi.models.statistics import clipping_correction
+
+    _, _, _, st, eta, phi, beta = _linear_clipping_case(shares=shares)
+    phis = phi + 0.05 * np.random.default_rng(0).standard_normal((7, len(phi)))
+    fast = clipping_correction(st, phis, eta, beta, 8.0)
+    assert np.abs(fast).max() > 100  # something is clipped
+
+    class Generic(linear_statistics.LinearRegressionStatistics):
+        clipping_loss = None
+
+    slow = clipping_correction(Generic(st.model, st.n_examples), phis, eta, beta, 8.0)
+    np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-9 * np.abs(slow).max())
+    direct = st.per_example_rows(phis, eta)
+    np.testing.assert_allclose(direct, DataStatistics.per_example_rows(st, phis, eta),
+                               rtol=1e-9, atol=1e-9 * np.abs(direct).max())
+
+
+def test_linear_design_sum_and_predictive_moments():
+    _, _, _, st, eta, phi, _ = _linear_clipping_case(n=1000)
+    phis = phi + 0.1 * np.random.default_rng(0).standard_normal((700, len(phi)))
+    for fast, slow in zip(st.design_sum(phis), DataStatistics.design_sum(st, phis)):
+        np.testing.assert_allclose(fast, slow, rtol=1e-10, atol=1e-10 * np.abs(slow).max())
+    nodes, weights = st.per_example_predictive(eta)
+    np.testing.assert_allclose(st.n_examples * weights @ nodes, eta, rtol=1e-10)
+
+
+def test_clipped_statistics_with_anchors_match_their_design():
+    """Linear regression takes the correction's slope at anchors of the trace; its
+    shortcut normal equations and expected gradient equal those of its own design."""
+    from skdpvi.noise_aware.statistics_clipping import _ClippedStatistics
+
+    _, _, _, st, eta, phi, beta = _linear_clipping_case(n=1000)
+    rng = np.random.default_rng(1)
+    trace = phi + 0.03 * np.cumsum(rng.standard_normal((600, len(phi))), 0) / 10
+    clipped = _ClippedStatistics(st, eta, beta, 2.0, trace_phi=trace)
+    assert clipped._anchors is not None and np.abs(clipped._trace_lost).max() > 0
+    J, r = clipped.design(trace[:300])
+    assert np.abs(J - st.design(trace[:300])[0]).max() > 0  # the slope is there
+    target = J @ eta + r + rng.standard_normal(r.shape)
+    precision = rng.uniform(0.5, 2.0, len(phi))
+    fast = clipped.normal_equations(trace[:300], target, precision)
+    slow = DataStatistics.normal_equations(clipped, trace[:300], target, precision)
+    for a, b in zip(fast, slow):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(b).max())
+    moved = eta * 1.01
+    np.testing.assert_allclose(clipped.expected_gradient(trace[:300], moved),
+                               DataStatistics.expected_gradient(clipped, trace[:300], moved),
+                               rtol=1e-9, atol=1e-9)
+
+
 def test_logistic_curvature_outside_the_psd_cone_is_projected_not_rejected():
     """A draw of Lambda with a negative eigenvalue (a direction the data do not inform)
     gives the posterior of its PSD projection: the prior alone along that direction."""
