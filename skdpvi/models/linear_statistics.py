@@ -18,6 +18,15 @@ from the OLS decomposition: given X^T X and sigma^2, w_hat = (X^T X)^-1 X^T y ~
 N(w, sigma^2 (X^T X)^-1) and RSS = y^T y - X^T y . w_hat ~ sigma^2 chi^2_{N - p},
 independently, with w ~ N(0, s2 sigma^2 I) and sigma^2 ~ InvGamma(a, b). X^T X gets
 a flat prior (the design's distribution is not part of the model).
+
+Clipping. The per-example gradient is ``J t_i + r / N`` with t_i = (vech x_i x_i^T,
+x_i y_i, y_i^2), so what the mechanism's clipping removes follows from a
+distribution of one example (:meth:`LinearRegressionStatistics.per_example_predictive`:
+Gaussian x with the moments of X^T X / N, Gaussian y given x around the least-squares
+fit) and the model's clip groups; the trace's regression is then corrected for it
+(:mod:`skdpvi.noise_aware.statistics_clipping`). The Gaussian x is an approximation:
+on real data with heavy-tailed or discrete features the prediction can be off, which
+the plug-in check of the post-processing catches when it does not settle.
 """
 
 import hashlib

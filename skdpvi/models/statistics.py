@@ -109,9 +109,10 @@ class DataStatistics:
         """The distribution of one example's statistic under the posterior mean given eta.
 
         For models whose per-example gradient is affine in a per-example statistic
-        t_i with ``eta = sum_i t_i`` (the exponential families), that gradient is
-        exactly ``J(phi) t_i + r(phi) / N``, and the mechanism's clipping can be
-        accounted for from this distribution (:func:`clipping_correction`).
+        t_i with ``eta = sum_i t_i`` (the exponential families, linear regression),
+        that gradient is exactly ``J(phi) t_i + r(phi) / N``, and the mechanism's
+        clipping can be accounted for from this distribution
+        (:func:`clipping_correction`).
 
         Returns
         -------

@@ -26,6 +26,14 @@ for eta, and:
 4. **Components.** The model's exact (conjugate) posterior given each draw of eta
    is one mixture component of the noise-aware posterior.
 
+Clipping. Where the mechanism clips, the expected released gradient is the
+model's minus what clipping removes, predicted from a per-example predictive
+distribution at a first estimate of eta and linearised there
+(:mod:`skdpvi.noise_aware.statistics_clipping`); left out where it would move the
+estimate by less than 0.05 sd, and refused where a second plug-in round moves the
+estimate by more than half as much as the first (the first estimate is too far off
+to linearise at).
+
 The noise of each coordinate is the mechanism's, inflated where the released
 gradients scatter more around a first fit (subsampling and Monte Carlo noise, which
 matter at large epsilon). A check that uses only the released trace compares eta
@@ -187,7 +195,10 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         of the importance weights, ``noise_inflation`` (per coordinate: the
         released gradients' scatter around a first fit over the mechanism's noise
         variance, at least 1), ``variance_ratio`` (the overall scatter after that
-        inflation), ``split_p_value``, ``eta_mean``.
+        inflation), ``split_p_value``, ``eta_mean``, ``clipping_correction``
+        ("negligible", "applied", "unsettled": the plug-in did not settle and the
+        clipping is left unmodelled, or "failed": the corrected fit left no possible
+        draw and the uncorrected one was used).
     """
     if not isinstance(n_components, (int, np.integer)) or n_components < 1:
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}.")

@@ -213,3 +213,49 @@ def test_shrinkage_scales_follow_their_statistics_in_any_order():
                                gammas=(0.3,), known=(np.array([0]), np.array([0.0])))
     np.testing.assert_allclose(shuffled.means[0], fixed_zero.means[0])
     assert not np.allclose(ordered.means[0], fixed_zero.means[0])
+
+
+def _linear_trace(rng, n=2000, n_steps=3000):
+    """A linear-regression trace with a known eta (no clipping in the simulation)."""
+    st = LinearRegressionModel(2).data_statistics(n)
+    X = np.c_[rng.normal(size=(n, 2)), np.ones(n)]
+    y = X @ [0.5, -0.3, 0.2] + rng.normal(0, 0.3, n)
+    eta = np.r_[(X.T @ X)[st.rows, st.cols], X.T @ y, y @ y]
+    center = np.r_[0.5, -0.3, 0.2, -2.4, np.full(4, -4.0)]
+    phi = center + 0.02 * rng.standard_normal((n_steps + 1, len(center)))
+    grads = KAPPA * st.expected_gradient(phi[:-1], eta) + rng.normal(0, TAU, (n_steps, 8))
+    return st, eta, phi, grads
+
+
+@pytest.mark.parametrize("kind", ["none", "constant", "unsettled"])
+def test_clipping_correction_is_applied_only_when_its_plug_in_settles(monkeypatch, kind):
+    """No predicted loss: the model's statistics are kept. A loss that does not depend
+    on eta: one plug-in round settles it and the clipped design is used. A loss that
+    grows with the distance of eta from the truth (a first estimate too far off to
+    linearise at): the second round moves further than the first and the correction
+    is refused (None), rather than extrapolated."""
+    from skdpvi.noise_aware import statistics as module
+    from skdpvi.noise_aware.statistics_clipping import _ClippedStatistics
+
+    st, eta_true, phi, grads = _linear_trace(np.random.default_rng(4))
+    result = _result(phi, grads)
+    target = grads / KAPPA
+    precision = np.full(phi.shape[1], (KAPPA / TAU) ** 2)
+    halves = (slice(0, 1500), slice(1500, None))
+
+    def fake(data_statistics, phi_, eta, preconditioner, clip_norm):
+        if kind == "none":
+            return np.zeros_like(phi_)
+        if kind == "constant":
+            return np.tile(50.0 * np.sqrt(1.0 / precision), (len(phi_), 1))
+        return 3.0 * (data_statistics.expected_gradient(phi_, eta)
+                      - data_statistics.expected_gradient(phi_, eta_true))
+
+    monkeypatch.setattr(module, "clipping_correction", fake)
+    out = module._undo_clipping(st, result, phi[:-1], target, precision, halves)
+    if kind == "none":
+        assert out is st
+    elif kind == "constant":
+        assert isinstance(out, _ClippedStatistics)
+    else:
+        assert out is None
