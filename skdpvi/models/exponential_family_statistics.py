@@ -125,7 +125,10 @@ class BetaBernoulliStatistics(DataStatistics):
         return BetaComponents(a + S, b + self.n_examples - S)
 
 
-_NODES, _WEIGHTS = hermegauss(40)
+# 24 x 24 nodes: against 40 x 40 the design differs by 1e-7 (absolute, on gradients
+# of size 5,000) even for posterior sds up to 1; at 40 x 40 the quadrature was most of
+# the post-processing's time
+_NODES, _WEIGHTS = hermegauss(24)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
@@ -154,7 +157,10 @@ class DirichletCategoricalStatistics(DataStatistics):
         return mean, with_z
 
     def design(self, phi):
-        phi = np.atleast_2d(np.asarray(phi, float))
+        J, r = self._memoised(self._design, phi)
+        return J.copy(), r.copy()
+
+    def _design(self, phi):
         alpha = np.asarray(self.model.prior_alpha, float)
         n = self.n_examples
         mu, rho = phi[:, :2], phi[:, 2:]

@@ -29,9 +29,6 @@ on real data with heavy-tailed or discrete features the prediction can be off, w
 the plug-in check of the post-processing catches when it does not settle.
 """
 
-import hashlib
-from collections import OrderedDict
-
 import numpy as np
 
 from ._quadrature import (gaussian_expectation, inverse_softplus_value, log_sigmoid,
@@ -64,19 +61,9 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
     # ------------------------------------------------------------------ gradient
 
     def _parts(self, phi):
-        """The pieces of J and r shared by :meth:`design` and :meth:`normal_equations`.
-
-        The post-processing asks for them on the same trace (and its halves) many
-        times; the last few are kept, keyed by the bytes of phi.
-        """
-        phi = np.ascontiguousarray(np.atleast_2d(np.asarray(phi, float)))
-        key = (phi.shape, hashlib.blake2b(phi.tobytes(), digest_size=16).digest())
-        cache = self.__dict__.setdefault("_parts_cache", OrderedDict())
-        if key not in cache:
-            cache[key] = self._compute_parts(phi)
-            if len(cache) > 40:
-                cache.popitem(last=False)
-        return cache[key]
+        """The pieces of J and r shared by :meth:`design` and :meth:`normal_equations`
+        (memoised: the post-processing asks for them on the same trace many times)."""
+        return self._memoised(self._compute_parts, phi)
 
     def _compute_parts(self, phi):
         m = self.model

@@ -24,9 +24,24 @@ A model exposes this through ``Model.data_statistics(n_examples)``, which return
 :class:`DataStatistics`.
 """
 
+import hashlib
+from collections import OrderedDict
+
 import numpy as np
 
 __all__ = ["DataStatistics"]
+
+_MEMO_ITEM_BYTES, _MEMO_TOTAL_BYTES = 16 * 2**20, 64 * 2**20
+
+
+def _nbytes(value):
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return 0
 
 
 class DataStatistics:
@@ -40,6 +55,27 @@ class DataStatistics:
 
     n_statistics = 0
     statistic_names = ()
+
+    def _memoised(self, compute, phi):
+        """``compute(phi)``, remembered by the bytes of phi (up to 64 MB in all).
+
+        The post-processing evaluates the design on the same trace (its halves, its
+        chunks) many times; models whose design is costly (a quadrature per step)
+        keep it here. Results over 16 MB are not kept.
+        """
+        phi = np.ascontiguousarray(np.atleast_2d(np.asarray(phi, float)))
+        key = (compute.__name__, phi.shape,
+               hashlib.blake2b(phi.tobytes(), digest_size=16).digest())
+        cache = self.__dict__.setdefault("_memo", OrderedDict())
+        if key in cache:
+            return cache[key]
+        value = compute(phi)
+        size = _nbytes(value)
+        if size <= _MEMO_ITEM_BYTES:
+            cache[key] = value
+            while sum(_nbytes(v) for v in cache.values()) > _MEMO_TOTAL_BYTES:
+                cache.popitem(last=False)
+        return value
 
     def design(self, phi):
         """``J(phi)`` and ``r(phi)`` with ``E[grad L(phi)] = J(phi) @ eta + r(phi)``.
