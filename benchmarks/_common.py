@@ -59,6 +59,8 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
             diagnostics["convergence_warning"] = any(
                 "do not follow" in str(w.message) for w in caught)
             diagnostics["split_p_value"] = diag["split_p_value"]
+            diagnostics["clipping_correction"] = diag.get("clipping_correction")
+            diagnostics["scale_relative_sd"] = diag.get("scale_relative_sd")
             posteriors[method] = NoiseAwarePosterior.from_components(components, model, method)
             continue
         backend = "exact" if method.startswith("exact") else method

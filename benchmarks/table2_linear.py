@@ -141,16 +141,20 @@ def main():
         rows = tarp_table(samples, theta, prior_sampler_of(args.config))
         clipped = float(np.mean([o[2]["clipped_fraction"] for o in out]))
         warned = float(np.mean([o[2].get("convergence_warning", False) for o in out]))
+        corrections = [o[2].get("clipping_correction") for o in out]
+        correction = {k: corrections.count(k) for k in sorted(set(map(str, corrections)))}
         print_tarp(rows, f"{args.config}, epsilon={eps} ({args.n_sim} simulations, "
                          f"{seconds:.0f} s, clipped fraction {clipped:.3f}, "
-                         f"ConvergenceWarning in {warned:.1%})", args.n_sim)
+                         f"ConvergenceWarning in {warned:.1%}, clipping correction "
+                         f"{correction})", args.n_sim)
         zs = z_scores(samples, theta)
         with np.printoptions(precision=2, suppress=True, linewidth=150):
             for method, z in zs.items():
                 print(f"  z {method:<14} mean {np.array(z['mean'])}\n"
                       f"    {'':<14} sd   {np.array(z['sd'])}")
         payload["cells"][str(eps)] = {"rows": rows, "seconds": seconds, "clipped": clipped,
-                                      "convergence_warning": warned, "z": zs}
+                                      "convergence_warning": warned, "z": zs,
+                                      "clipping_correction": correction}
         save(name, payload)
 
 

@@ -197,8 +197,8 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         variance, at least 1), ``variance_ratio`` (the overall scatter after that
         inflation), ``split_p_value``, ``eta_mean``, ``clipping_correction``
         ("negligible", "applied", "unsettled": the plug-in did not settle and the
-        clipping is left unmodelled, or "failed": the corrected fit left no possible
-        draw and the uncorrected one was used).
+        clipping is left unmodelled, or "failed": the corrected fit left fewer than
+        ``n_components / 10`` possible draws and the uncorrected one was used).
     """
     if not isinstance(n_components, (int, np.integer)) or n_components < 1:
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}.")
@@ -233,12 +233,12 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     regression = _regression(data_statistics, phi, target, precision, halves)
     try:
         components, sampling = _resample(data_statistics, regression["fit"], n_components,
-                                         rng, n_proposals)
+                                         rng, n_proposals, strict=data_statistics is not base)
     except ValueError:
         if data_statistics is base:
             raise
-        # the linearised correction put every draw outside the model's support (a
-        # first estimate too far from the truth to linearise at): without it
+        # the linearised correction put (nearly) every draw outside the model's
+        # support (a first estimate too far from the truth to linearise at): without it
         data_statistics, correction = base, "failed"
         regression = _regression(base, phi, target, precision, halves)
         components, sampling = _resample(base, regression["fit"], n_components, rng,

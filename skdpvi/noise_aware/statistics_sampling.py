@@ -24,25 +24,44 @@ def _psd_cholesky(cov):
     return chol
 
 
-def _resample(data_statistics, fit, n_components, rng, n_proposals):
+class FewValidDraws(ValueError):
+    """Too few draws of eta from the trace Gaussian are possible under the model."""
+
+
+def _resample(data_statistics, fit, n_components, rng, n_proposals, strict=False):
     """Draws of eta from (trace Gaussian) x (prior predictive), as mixture components.
 
     Importance sampling with the trace Gaussian as proposal, and where its weights
     are degenerate (the prior predictive much narrower than the trace's information:
     small N or small epsilon), tempered sequential Monte Carlo from the same draws.
+
+    Tempering cannot cross the model's support (a negative residual sum of squares
+    has density 0 at any temperature): with only a handful of possible draws, the
+    particles would all descend from them and the posterior collapse to a point.
+    So where fewer than ``n_components / 10`` draws are possible, more are drawn
+    (up to 64 times as many); if still too few, ``strict`` raises
+    :class:`FewValidDraws`, otherwise a ``RuntimeWarning`` says so.
     """
     # a flat prior predictive (up to a constraint) needs no more draws than it rejects
     factor = 2 if getattr(data_statistics, "flat_prior", False) else 10
     n_prop = int(n_proposals or factor * n_components)
+    enough = max(1, n_components // 10)
     etas, labels = fit.sample(n_prop, rng, return_labels=True)
     log_prior = data_statistics.log_prior(etas)
     for _ in range(6):  # a trace far outside the prior: look further before giving up
-        if np.isfinite(log_prior).any() or n_proposals is not None:
+        if np.isfinite(log_prior).sum() >= enough or n_proposals is not None:
             break
         more, more_labels = fit.sample(len(etas), rng, return_labels=True)
         etas, labels = np.concatenate([etas, more]), np.concatenate([labels, more_labels])
         log_prior = np.concatenate([log_prior, data_statistics.log_prior(more)])
     valid = np.isfinite(log_prior)
+    if 0 < valid.sum() < enough and n_proposals is None:
+        message = (f"Only {valid.sum()} of {len(etas)} draws of the data statistics are "
+                   "possible under the model's prior: the noise-aware posterior rests on "
+                   "a few distinct draws and is too narrow.")
+        if strict:
+            raise FewValidDraws(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
     ess = 0.0
     if valid.any():
         w = np.exp(log_prior[valid] - log_prior[valid].max())

@@ -259,3 +259,34 @@ def test_clipping_correction_is_applied_only_when_its_plug_in_settles(monkeypatc
         assert isinstance(out, _ClippedStatistics)
     else:
         assert out is None
+
+
+class _SupportStatistics(_GaussianPriorStatistics):
+    """A flat prior predictive on eta > bound (a stand-in for RSS > 0)."""
+
+    def __init__(self, bound):
+        self.bound = bound
+
+    def log_prior(self, eta):
+        return np.where(eta[:, 0] > self.bound, 0.0, -np.inf)
+
+
+def test_resampling_refuses_a_posterior_resting_on_a_few_possible_draws():
+    """Trace Gaussian N(0, 1), support eta > 3.72 (probability 1e-4): even 64 times the
+    proposals leave about 64 possible draws, under the 100 that 1000 components need.
+    Tempering cannot cross the support, so the particles would all descend from those
+    few: strict mode raises, otherwise a RuntimeWarning says so. A support that
+    leaves enough draws passes silently."""
+    from skdpvi.noise_aware.statistics_sampling import FewValidDraws, _resample
+
+    fit = StatisticsFit(np.eye(1), np.zeros(1), np.zeros(0, int), np.zeros(0))
+    with pytest.raises(FewValidDraws):
+        _resample(_SupportStatistics(3.72), fit, 1000, np.random.default_rng(0), None,
+                  strict=True)
+    with pytest.warns(RuntimeWarning, match="possible under the model's prior"):
+        _resample(_SupportStatistics(3.72), fit, 1000, np.random.default_rng(0), None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        draws, _ = _resample(_SupportStatistics(2.0), fit, 1000, np.random.default_rng(0),
+                             None, strict=True)
+    assert np.all(draws[:, 0] > 2.0) and len(np.unique(draws[:, 0])) > 100
