@@ -22,6 +22,7 @@ prior; error bars: bootstrap over simulations. Also the per-coordinate z-scores
 Run: python benchmarks/table2_linear.py --quick                  (K=25, T=2000)
      python benchmarks/table2_linear.py --n-sim 500               (the paper's scale)
      python benchmarks/table2_linear.py --config d5_n1000 --n-sim 200 --epsilons 0.3 1
+     python benchmarks/table2_linear.py --n-sim 200 --epsilons 0.1 --model-clipping
 """
 
 import argparse
@@ -34,6 +35,7 @@ from _common import (fit_all_backends_batched, load_cells, machine, print_tarp, 
                      run_batched_study, save, tarp_table)
 from skdpvi import DPBayesianLinearRegression
 from skdpvi.models import LinearRegressionModel
+from skdpvi.models.linear_statistics import LinearRegressionStatistics
 
 METHODS = ("statistics", "exact", "last_iterate")
 
@@ -71,8 +73,10 @@ def clip_of(config):
     return est._default_clip_norm(model_of(config))
 
 
-def one_batch(seeds, config, epsilon, n_steps, n_draws):
+def one_batch(seeds, config, epsilon, n_steps, n_draws, model_clipping=False):
     torch.set_num_threads(1)
+    # ablation: the linear model's clipping correction (off by default)
+    LinearRegressionStatistics.correct_clipping = model_clipping
     model = model_of(config)
     sims = [simulate(config, np.random.default_rng(s)) for s in seeds]
     lam_c = DPBayesianLinearRegression._default_learning_rate_scale(2 * model.n_params)
@@ -122,10 +126,13 @@ def main():
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.3, 1.0])
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--model-clipping", action="store_true",
+                        help="ablation: correct the linear model's design for clipping")
     args = parser.parse_args()
     if args.quick:
         args.n_sim, args.steps = 25, 2000
     name = "table2_linear" + ("" if args.config == "paper" else "_" + args.config)
+    name += "_model_clipping" if args.model_clipping else ""
     name += "_quick" if args.quick else ""
     payload = {"machine": machine(), "config": args.config, "settings": CONFIGS[args.config],
                "n_sim": args.n_sim, "steps": args.steps,
@@ -134,15 +141,16 @@ def main():
                "floor": rmse_floor(args.n_sim)}
     for eps in args.epsilons:
         out, seconds = run_batched_study(
-            lambda s: one_batch(s, args.config, eps, args.steps, 1000), args.n_sim,
+            lambda s: one_batch(s, args.config, eps, args.steps, 1000, args.model_clipping),
+            args.n_sim,
             seed=int(eps * 1000), n_jobs=args.n_jobs, batch_size=32)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
         theta = np.stack([o[1] for o in out])
         rows = tarp_table(samples, theta, prior_sampler_of(args.config))
         clipped = float(np.mean([o[2]["clipped_fraction"] for o in out]))
         warned = float(np.mean([o[2].get("convergence_warning", False) for o in out]))
-        corrections = [o[2].get("clipping_correction") for o in out]
-        correction = {k: corrections.count(k) for k in sorted(set(map(str, corrections)))}
+        corrections = [str(o[2].get("clipping_correction")) for o in out]
+        correction = {k: corrections.count(k) for k in sorted(set(corrections))}
         print_tarp(rows, f"{args.config}, epsilon={eps} ({args.n_sim} simulations, "
                          f"{seconds:.0f} s, clipped fraction {clipped:.3f}, "
                          f"ConvergenceWarning in {warned:.1%}, clipping correction "

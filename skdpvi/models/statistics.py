@@ -55,6 +55,9 @@ class DataStatistics:
 
     n_statistics = 0
     statistic_names = ()
+    #: Whether the post-processing corrects the design for the mechanism's clipping
+    #: (for models with a :meth:`per_example_predictive`).
+    correct_clipping = True
 
     def _memoised(self, compute, phi):
         """``compute(phi)``, remembered by the bytes of phi (up to 64 MB in all).
@@ -174,11 +177,12 @@ class DataStatistics:
         J, r = self.design(phi)
         return np.matmul(J, nodes.T).transpose(0, 2, 1) + r[:, None, :] / self.n_examples
 
-    def clip_groups(self, clip_norm):
-        """How the mechanism clips a row: ``[(index, C_g), ...]``, or None for one norm C.
+    def clip_groups(self):
+        """The coordinates of phi that the mechanism clips together, or None (one row).
 
         Models clipped by groups (``model.clip_shares``, see
-        :mod:`skdpvi.dpvi.mechanism`) say which coordinates of phi form each group.
+        :mod:`skdpvi.dpvi.mechanism`) return one index array per group, in the order
+        of the mechanism's group clip norms.
         """
         return None
 
@@ -313,7 +317,7 @@ def unvech(values, p):
     return out
 
 
-def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norm):
+def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norms):
     """What clipping removes from the expected released gradient, per step.
 
     For a model with a :meth:`~DataStatistics.per_example_predictive`, the
@@ -333,7 +337,8 @@ def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norm):
     eta : ndarray of shape (n_statistics,)
         Where the predictive distribution of t is taken (a first estimate).
     preconditioner : ndarray of shape (d,)
-    clip_norm : float
+    clip_norms : float or sequence of float
+        C for a model clipped as one row; the norm of each clip group otherwise.
 
     Returns
     -------
@@ -345,13 +350,15 @@ def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norm):
         return None
     fast = getattr(data_statistics, "clipping_loss", None)
     if fast is not None:
-        return np.concatenate([fast(phi[start:start + 512], eta, preconditioner, clip_norm)
+        return np.concatenate([fast(phi[start:start + 512], eta, preconditioner, clip_norms)
                                for start in range(0, len(phi), 512)])
     weights = predictive[1]
     n = data_statistics.n_examples
-    groups = data_statistics.clip_groups(clip_norm)
-    if groups is None:
-        groups = [(np.arange(np.shape(phi)[-1]), clip_norm)]
+    index = data_statistics.clip_groups()
+    if index is None:
+        groups = [(np.arange(np.shape(phi)[-1]), float(clip_norms))]
+    else:
+        groups = list(zip(index, np.broadcast_to(clip_norms, (len(index),))))
     out = []
     for start in range(0, len(phi), 512):
         rows = data_statistics.per_example_rows(phi[start:start + 512], eta)

@@ -29,7 +29,8 @@ for eta, and:
 Clipping. Where the mechanism clips, the expected released gradient is the
 model's minus what clipping removes, predicted from a per-example predictive
 distribution at a first estimate of eta and linearised there
-(:mod:`skdpvi.noise_aware.statistics_clipping`); left out where it would move the
+(:mod:`skdpvi.noise_aware.statistics_clipping`; for models with
+``correct_clipping``, not linear regression by default); left out where it would move the
 estimate by less than 0.05 sd, and refused where a second plug-in round moves the
 estimate by more than half as much as the first (the first estimate is too far off
 to linearise at).
@@ -49,6 +50,7 @@ from scipy.special import logsumexp
 from scipy.stats import chi2
 from threadpoolctl import threadpool_limits
 
+from ..dpvi.mechanism import group_clip_norms
 from ..exceptions import IdentifiabilityWarning
 from ..models.statistics import clipping_correction
 from .statistics_clipping import _ClippedStatistics
@@ -196,7 +198,8 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         released gradients' scatter around a first fit over the mechanism's noise
         variance, at least 1), ``variance_ratio`` (the overall scatter after that
         inflation), ``split_p_value``, ``eta_mean``, ``clipping_correction``
-        ("negligible", "applied", "unsettled": the plug-in did not settle and the
+        ("off" for models that do not correct for clipping, "negligible",
+        "applied", "unsettled": the plug-in did not settle and the
         clipping is left unmodelled, or "failed": the corrected fit left fewer than
         ``n_components / 10`` possible draws and the uncorrected one was used).
     """
@@ -227,8 +230,9 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     halves = (slice(0, half), slice(half, None))
     base = data_statistics
     data_statistics = _undo_clipping(base, result, phi, target, precision, halves)
-    correction = ("unsettled" if data_statistics is None else "applied"
-                  if data_statistics is not base else "negligible")
+    correction = ("off" if not getattr(base, "correct_clipping", True)
+                  else "unsettled" if data_statistics is None
+                  else "applied" if data_statistics is not base else "negligible")
     data_statistics = base if data_statistics is None else data_statistics
     regression = _regression(data_statistics, phi, target, precision, halves)
     try:
@@ -310,8 +314,9 @@ def _undo_clipping(data_statistics, result, phi, target, precision, halves):
     None when the plug-in does not settle (a second round moves the estimate by more
     than half as much as the first).
     """
-    if data_statistics.per_example_predictive(
-            np.zeros(data_statistics.n_statistics)) is None:
+    if not getattr(data_statistics, "correct_clipping", True) or (
+            data_statistics.per_example_predictive(
+                np.zeros(data_statistics.n_statistics)) is None):
         return data_statistics
     preconditioner = np.asarray(result.preconditioner, float)
     first = _first_fit(data_statistics, phi, target, precision, halves, full=True)
@@ -323,8 +328,9 @@ def _undo_clipping(data_statistics, result, phi, target, precision, halves):
     def shift(a, b):
         return float(np.max(np.abs(a - b)[free] / sd[free]))
 
+    clip_norms = _clip_norms(data_statistics.model, result.clip_norm)
     lost = clipping_correction(data_statistics, phi, first.means[0], preconditioner,
-                               result.clip_norm)
+                               clip_norms)
     eta = _first_fit(data_statistics, phi, target + lost, precision, halves)
     moved = shift(eta, first.means[0])
     if moved < _NEGLIGIBLE_CLIPPING:
@@ -332,12 +338,18 @@ def _undo_clipping(data_statistics, result, phi, target, precision, halves):
     # a second plug-in round must move the estimate by less than half the first: a
     # correction that does not settle is extrapolated from a first estimate too far
     # from the truth (or from a predictive of x that does not fit the data)
-    lost = clipping_correction(data_statistics, phi, eta, preconditioner, result.clip_norm)
+    lost = clipping_correction(data_statistics, phi, eta, preconditioner, clip_norms)
     again = _first_fit(data_statistics, phi, target + lost, precision, halves)
     if shift(again, eta) > 0.5 * moved:
         return None
-    return _ClippedStatistics(data_statistics, eta, preconditioner, result.clip_norm,
+    return _ClippedStatistics(data_statistics, eta, preconditioner, clip_norms,
                               trace_phi=phi, lost=lost)
+
+
+def _clip_norms(model, clip_norm):
+    """C, or the mechanism's group clip norms for a model with ``clip_shares``."""
+    shares = getattr(model, "clip_shares", None)
+    return clip_norm if shares is None else group_clip_norms(clip_norm, shares)
 
 
 def _noise_precision(data_statistics, phi, target, precision, halves):

@@ -27,9 +27,9 @@ class _ClippedStatistics:
     model's own :class:`~skdpvi.models.statistics.DataStatistics`.
     """
 
-    def __init__(self, base, eta_hat, preconditioner, clip_norm, trace_phi=None, lost=None):
+    def __init__(self, base, eta_hat, preconditioner, clip_norms, trace_phi=None, lost=None):
         self.base, self.eta_hat = base, np.asarray(eta_hat, float)
-        self.preconditioner, self.clip_norm = preconditioner, clip_norm
+        self.preconditioner, self.clip_norms = preconditioner, clip_norms
         self._rows, self._anchors, self._anchor_slopes = {}, None, None
         if trace_phi is not None:
             trace_phi = np.asarray(trace_phi, float)
@@ -45,7 +45,7 @@ class _ClippedStatistics:
         return getattr(self.base, name)
 
     def _lost(self, phi, eta):
-        return clipping_correction(self.base, phi, eta, self.preconditioner, self.clip_norm)
+        return clipping_correction(self.base, phi, eta, self.preconditioner, self.clip_norms)
 
     def _slope(self, phi):
         """d lost / d eta at eta_hat, (T, d, n_statistics)."""

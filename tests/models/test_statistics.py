@@ -249,7 +249,8 @@ def test_linear_clipping_correction_is_what_the_mechanism_clips(shares):
               else (model.n_weights, group_clip_norms(clip, model.clip_shares)))
     clipped, clip_norms = clip_and_sum(rows, clip, groups=groups)
     removed = full - clipped.numpy() / beta
-    predicted = clipping_correction(st, phi[None], eta, beta, clip)[0]
+    norms_used = clip if groups is None else groups[1]
+    predicted = clipping_correction(st, phi[None], eta, beta, norms_used)[0]
     assert float((clip_norms > clip).float().mean()) > 0.2
     big = np.abs(removed) > 0.1 * np.abs(removed).max()
     assert big.sum() >= 3 and np.abs(removed[big] / full[big]).min() > 0.1
@@ -263,15 +264,18 @@ def test_linear_clipping_loss_equals_the_generic_per_example_rows(shares):
     from skdpvi.models import linear_statistics
     from skdpvi.models.statistics import clipping_correction
 
-    _, _, _, st, eta, phi, beta = _linear_clipping_case(shares=shares)
+    from skdpvi.noise_aware.statistics import _clip_norms
+
+    model, _, _, st, eta, phi, beta = _linear_clipping_case(shares=shares)
     phis = phi + 0.05 * np.random.default_rng(0).standard_normal((7, len(phi)))
-    fast = clipping_correction(st, phis, eta, beta, 8.0)
+    clip = _clip_norms(model, 8.0)
+    fast = clipping_correction(st, phis, eta, beta, clip)
     assert np.abs(fast).max() > 100  # something is clipped
 
     class Generic(linear_statistics.LinearRegressionStatistics):
         clipping_loss = None
 
-    slow = clipping_correction(Generic(st.model, st.n_examples), phis, eta, beta, 8.0)
+    slow = clipping_correction(Generic(st.model, st.n_examples), phis, eta, beta, clip)
     np.testing.assert_allclose(fast, slow, rtol=1e-9, atol=1e-9 * np.abs(slow).max())
     direct = st.per_example_rows(phis, eta)
     np.testing.assert_allclose(direct, DataStatistics.per_example_rows(st, phis, eta),
@@ -292,10 +296,12 @@ def test_clipped_statistics_with_anchors_match_their_design():
     shortcut normal equations and expected gradient equal those of its own design."""
     from skdpvi.noise_aware.statistics_clipping import _ClippedStatistics
 
-    _, _, _, st, eta, phi, beta = _linear_clipping_case(n=1000)
+    from skdpvi.noise_aware.statistics import _clip_norms
+
+    model, _, _, st, eta, phi, beta = _linear_clipping_case(n=1000)
     rng = np.random.default_rng(1)
     trace = phi + 0.03 * np.cumsum(rng.standard_normal((600, len(phi))), 0) / 10
-    clipped = _ClippedStatistics(st, eta, beta, 2.0, trace_phi=trace)
+    clipped = _ClippedStatistics(st, eta, beta, _clip_norms(model, 2.0), trace_phi=trace)
     assert clipped._anchors is not None and np.abs(clipped._trace_lost).max() > 0
     J, r = clipped.design(trace[:300])
     assert np.abs(J - st.design(trace[:300])[0]).max() > 0  # the slope is there
