@@ -91,14 +91,18 @@ def main():
         rows = tarp_table(samples, theta, prior_sampler_for(model))
         clipped = float(np.mean([o[2]["clipped_fraction"] for o in out]))
         warned = float(np.mean([o[2].get("convergence_warning", False) for o in out]))
+        corrections = [str(o[2].get("clipping_correction")) for o in out]
+        correction = {k: corrections.count(k) for k in sorted(set(corrections))}
         print_tarp(rows, f"{model}, epsilon={args.epsilon} ({args.n_sim} simulations, "
                          f"{seconds:.0f} s, clipped fraction {clipped:.3f}, "
-                         f"ConvergenceWarning in {warned:.1%})", args.n_sim)
+                         f"ConvergenceWarning in {warned:.1%}, clipping correction "
+                         f"{correction})", args.n_sim)
         zs = z_scores(samples, theta)
         for method, z in zs.items():
             print(f"  z {method:<14} mean {np.round(z['mean'], 2)}  sd {np.round(z['sd'], 2)}")
         payload["cells"][model] = {"rows": rows, "seconds": seconds, "clipped": clipped,
-                                  "convergence_warning": warned, "z": zs}
+                                  "convergence_warning": warned, "z": zs,
+                                  "clipping_correction": correction}
         save(name, payload)
 
 

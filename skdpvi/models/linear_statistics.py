@@ -52,13 +52,16 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
     """
 
     #: Off by default: measured at K = 200 (results page, "Modelling the linear
-    #: model's clipping"), the correction narrowed the too-wide intervals at
-    #: epsilon 0.1 only slightly (coefficient z sds 0.77-0.91 -> 0.82-0.97) while
-    #: biasing two coefficients (z means -0.28, +0.33: the 256-node quadrature's
-    #: error is the same in every fit), fell back in 3 % of the fits and cost 2.5x
-    #: the post-processing time. The per-example predictive and the clipped sum are
-    #: tested against the mechanism; set True (class or instance) to use them.
+    #: model's clipping"), the correction helped where clipping biases the fit
+    #: (20 correlated features at epsilon 1: prior-reference TARP 0.045 -> 0.015,
+    #: noise-variance z mean -0.61 -> -0.27) but its fixed quadrature nodes bias
+    #: single coefficients wherever the trace is informative (10-D, epsilon 1:
+    #: z means up to +1.12 with 256 nodes) and it costs 2.5x the post-processing
+    #: time. The per-example predictive and the clipped sum are tested against
+    #: the mechanism; set True (class or instance) to use them.
     correct_clipping = False
+    #: Nodes of the per-example predictive (quasi-random: Sobol points).
+    n_nodes = 256
 
     def __init__(self, model, n_examples):
         self.model = model
@@ -190,15 +193,15 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         x is Gaussian with the second moments X^T X / N (with an intercept, the
         features' means and covariance, and the intercept exactly 1) and y given x is
         Gaussian around x . w_hat with variance RSS / N. The standard normal points
-        behind the 256 nodes are fixed (quasi-random) and whitened, so the nodes'
+        behind the ``n_nodes`` nodes are fixed (quasi-random) and whitened, so the nodes'
         moments equal eta / N exactly and move smoothly with eta (for the
         correction's slope).
 
         Returns
         -------
-        nodes : ndarray of shape (256, n_statistics)
+        nodes : ndarray of shape (n_nodes, n_statistics)
             ``(vech(x x^T), x y, y^2)`` per node.
-        weights : ndarray of shape (256,)
+        weights : ndarray of shape (n_nodes,)
         """
         x, y = self._predictive_examples(eta)
         nodes = np.column_stack([x[:, self.rows] * x[:, self.cols], x * y[:, None], y * y])
@@ -208,7 +211,7 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
     def _predictive_examples(self, eta):
         XtX, Xty, yty = self.unpack(np.asarray(eta, float))
         n, p = self.n_examples, self.p
-        z = _whitened_normals(256, p + 1)
+        z = _whitened_normals(self.n_nodes, p + 1)
         M = XtX / n
         x = np.empty((len(z), p))
         if self.model.fit_intercept:
