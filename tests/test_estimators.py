@@ -361,3 +361,26 @@ def test_identifiability_warning_fires_on_small_data_at_small_epsilon_and_not_ot
         warnings.simplefilter("error", IdentifiabilityWarning)
         reg = DPBayesianLinearRegression(epsilon=1.0, max_iter=3000, random_state=0).fit(X, y)
     assert reg.inference_diagnostics_["scale_relative_sd"] < 0.2
+
+
+def test_logistic_default_clip_norm_leaves_unit_scale_rows_unclipped():
+    # the default C bounds the mean gradient of nearly every row of unit-scale
+    # features; C = sqrt(n_params), the previous default, clipped 1.5 % of the rows
+    # (the misclassified high-leverage ones), which biased |theta| outward
+    from skdpvi.dpvi import run_dpvi
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 5))
+    theta = rng.standard_normal(6)
+    y = (rng.random(4000) < 1 / (1 + np.exp(-(X @ theta[:-1] + theta[-1])))).astype(float)
+    fractions = {}
+    for clip_norm in ("auto", np.sqrt(6)):
+        est = DPBayesianLogisticRegression(epsilon=1.0, max_iter=1000, clip_norm=clip_norm,
+                                           random_state=0)
+        settings = est._engine_settings(*X.shape)
+        result = run_dpvi(data=(X, y.astype(np.float32)), random_state=0,
+                          return_diagnostics=True, **settings.engine)
+        fractions[clip_norm == "auto"] = result.diagnostics["clipped_fraction"]
+        if clip_norm == "auto":
+            assert settings.engine["clip_norm"] == pytest.approx(2 * np.sqrt(6))
+    assert fractions[True] < 1e-3 < 5e-3 < fractions[False]

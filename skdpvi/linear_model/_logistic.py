@@ -33,9 +33,13 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
     sampling_rate : float, default=0.1
         Poisson sampling rate kappa in (0, 1]; the expected batch is kappa * n_samples.
     clip_norm : float or "auto", default="auto"
-        Per-example gradient norm bound C. "auto" uses sqrt(n_features + 1), the norm
-        of a fully misclassified example when the features have unit scale. Choose it
-        from public knowledge of the feature ranges, never from the private data.
+        Per-example gradient norm bound C. "auto" uses ``2 * sqrt(n_features + 1)``,
+        twice the norm of a fully misclassified example when the features have unit
+        scale: a bound that the mean gradients of nearly all rows stay under, so that
+        nothing is clipped near the optimum (clipping there drops the pull of the
+        misclassified high-leverage rows and biases the coefficients outward; see the
+        user guide). Choose it from public knowledge of the feature ranges (the
+        largest possible ``||(x, 1)||``), never from the private data.
     learning_rate : float or "auto", default="auto"
         Step size lambda; "auto" is the paper's heuristic (A58).
     learning_rate_scale : float or "auto", default="auto"
@@ -157,7 +161,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
 
     def _default_clip_norm(self, model):
-        return math.sqrt(model.n_params)
+        return 2.0 * math.sqrt(model.n_params)
 
     def fit(self, X, y):
         """Fit the noise-aware posterior under the privacy budget.

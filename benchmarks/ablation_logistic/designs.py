@@ -1,0 +1,240 @@
+"""Calibration of the logistic model's noise-aware posterior on simulated designs.
+
+The measurements behind the results page's section on logistic regression beyond
+Adult (issue 14): K simulated data sets, coefficients and intercept drawn from the
+prior N(0, I), one DP-SGD run each with the estimator's settings (clip norm
+``clip_mult * sqrt(n_params)``, default 2 as in the estimator,
+``learning_rate_scale = sqrt(d / 2)``, the default
+preconditioner, T = 10,000, kappa = 0.1, delta = 1e-5), optionally scaled by
+``--clip-mult`` and ``--lr-mult``, then the chosen post-processing backends. Reports
+TARP (authors' and prior references) with the calibrated range at this K, the
+per-coordinate z-scores ((posterior mean - truth) / posterior sd over the
+simulations) and the *radial* z-score: the error of the posterior mean along the
+direction of the true coefficient vector, in posterior sds along it. A calibrated
+posterior has radial z mean 0 and sd 1; a positive mean is an outward bias (the
+posterior overstates |theta|), which TARP with prior references detects and TARP
+with the authors' references (centred on the posterior) cannot.
+
+Designs:
+
+- ``--design gaussian``: d Gaussian features with equicorrelation ``--rho`` and
+  N = ``--n`` rows (rho = 0: uncorrelated);
+- ``--design correlated``: issue 14's benchmark (``benchmarks/logistic_correlated.py``:
+  six equicorrelated features, rho = 0.5, and a one-hot block of four beside the
+  intercept, N = 10,000).
+
+Run: python benchmarks/ablation_logistic/designs.py --design gaussian --d 5 --n 5000 \
+         --epsilon 1 --k 200 [--clip-mult 1] [--burn-in 0.5] [--methods emcee exact last_iterate]
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+from joblib import Parallel, delayed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from _common import _engine_settings, save  # noqa: E402
+from skdpvi import DPBayesianLogisticRegression  # noqa: E402
+from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
+from skdpvi.metrics import coverage_rmse_floor, tarp_coverage  # noqa: E402
+from skdpvi.models import LogisticRegressionModel  # noqa: E402
+from skdpvi.noise_aware import sample_phi_star, statistics_posterior  # noqa: E402
+from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
+
+
+def gaussian_design(d, n, rho):
+    """A simulator of d equicorrelated Gaussian features, theta from N(0, I)."""
+    def simulate(rng):
+        z = rng.standard_normal((n, d))
+        X = math.sqrt(1 - rho) * z + math.sqrt(rho) * rng.standard_normal((n, 1))
+        theta = rng.standard_normal(d + 1)
+        logits = X @ theta[:-1] + theta[-1]
+        y = (rng.random(n) < 1 / (1 + np.exp(-logits))).astype(float)
+        return X, y, theta
+    return simulate, LogisticRegressionModel(d), n
+
+
+def correlated_design():
+    from logistic_correlated import MODEL, N, simulate
+    return simulate, MODEL, N
+
+
+def jensen_offset(result, model, stationary=False):
+    """kappa * b: the wander's second-order term in the mean released mean-gradient.
+
+    Over the recording window the means wander with covariance S around their
+    average, so the average expected gradient is the gradient at the average plus
+    ``b_k = 1/2 sum_jl S_jl T_jlk`` (T: third derivatives of the negative ELBO). The
+    scale gradients give the diagonal curvature at every step, ``Lambda_jj(mu_t)``;
+    its least-squares slope on mu_t is ``T_jjk``; only the diagonal of S is used.
+    """
+    p = model.n_params
+    burn = result.burn_in
+    phi = np.asarray(result.trace_phi[burn:-1], float)
+    grad = np.asarray(result.trace_grad[burn:], float)
+    kappa = result.sampling_rate
+    mu, rho = phi[:, :p], phi[:, p:]
+    scale, dscale = np.logaddexp(0, rho), 1 / (1 + np.exp(-rho))
+    curvature = (grad[:, p:] / kappa + dscale / scale) / (scale * dscale)
+    dm = mu - mu.mean(0)
+    slope = np.linalg.lstsq(dm, curvature - curvature.mean(0), rcond=None)[0]  # (k, j)
+    if stationary:
+        # the stationary wander of constant-step SGD (fluctuation-dissipation), not the
+        # trace's variance, which a transient not yet over inflates
+        lr = np.asarray(result.learning_rate[:p], float)
+        noise = np.asarray(result.noise_std[:p], float)
+        total = curvature.mean(0) + 1.0 / model.prior_scale**2
+        wander = lr * noise**2 / (2 * kappa * np.maximum(total, 1e-12))
+    else:
+        wander = dm.var(0)
+    b = 0.5 * slope @ wander
+    return np.concatenate([kappa * b, np.zeros(p)])
+
+
+def linear_response_components(result, phi_star, model):
+    """Mean-field components with their covariance replaced by c S.
+
+    S is the covariance of the means over the recording window, proportional to the
+    inverse curvature where the trace has relaxed (fluctuation-dissipation); c
+    anchors it to the mean-field scales (the median over coordinates of
+    ``s_j^2 (S^-1)_jj``, the conditional variances), so that only the shape of the
+    posterior (correlations, variance inflation) comes from the wander.
+    """
+    from skdpvi.models.components import GaussianComponents
+
+    p = model.n_params
+    trace = np.asarray(result.trace_phi[result.burn_in:-1, :p], float)
+    S = np.cov(trace.T)
+    inv_diag = np.diag(np.linalg.inv(S))
+    scales = np.logaddexp(0, phi_star[:, p:])
+    c = np.median(scales**2 * inv_diag, axis=1)
+    chol = np.sqrt(c)[:, None, None] * np.linalg.cholesky(S)[None]
+    return GaussianComponents(phi_star[:, :p], chol)
+
+
+def posterior_draws(result, model, n_examples, method, n_draws=1000):
+    """Unconstrained posterior draws of one run by one backend."""
+    if method.endswith("+lr"):
+        base = method[:-3]
+        offset = (jensen_offset(result, model, base.endswith("+jensenfd"))
+                  if "+jensen" in base else None)
+        phi, _ = sample_phi_star(result, base.split("+")[0], n_draws, random_state=0,
+                                 gradient_offset=offset)
+        comps = linear_response_components(result, phi, model)
+        return NoiseAwarePosterior.from_components(comps, model, method).sample(
+            n_draws, random_state=0, unconstrained=True)
+    if method.endswith("+jensen") or method.endswith("+jensenfd"):
+        base, variant = method.split("+")
+        phi, _ = sample_phi_star(result, base, n_draws, random_state=0,
+                                 gradient_offset=jensen_offset(result, model,
+                                                               variant == "jensenfd"))
+        return NoiseAwarePosterior(phi, model, base).sample(
+            n_draws, random_state=0, unconstrained=True)
+    if method == "last_iterate":
+        return NoiseAwarePosterior(result.phi[None], model, method).sample(
+            n_draws, random_state=0, unconstrained=True)
+    if method == "statistics":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            components, _ = statistics_posterior(result, model.data_statistics(n_examples),
+                                                 n_draws, random_state=0)
+        return NoiseAwarePosterior.from_components(components, model, method).sample(
+            n_draws, random_state=0, unconstrained=True)
+    phi, _ = sample_phi_star(result, method, n_draws, random_state=0)
+    return NoiseAwarePosterior(phi, model, method).sample(n_draws, random_state=0,
+                                                          unconstrained=True)
+
+
+def one_batch(seeds, simulate, model, n_examples, settings, methods):
+    torch.set_num_threads(1)
+    sims = [simulate(np.random.default_rng(s)) for s in seeds]
+    runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims], random_states=seeds,
+                            **settings)
+    return [({m: posterior_draws(r, model, n_examples, m) for m in methods}, theta,
+             r.diagnostics["clipped_fraction"]) for (_, _, theta), r in zip(sims, runs)]
+
+
+def summarise(draws, theta, n_params):
+    """TARP under both reference schemes, radial and per-coordinate z-scores."""
+    def prior(n, rng):
+        return rng.standard_normal((n, n_params))
+
+    post = tarp_coverage(draws, theta, references="posterior", random_state=0,
+                         n_bootstrap=100)
+    pri = tarp_coverage(draws, theta, references="prior", prior_sampler=prior,
+                        random_state=0, n_bootstrap=100)
+    z = (draws.mean(1) - theta) / draws.std(1)
+    u = theta / np.linalg.norm(theta, axis=1, keepdims=True)
+    along = np.einsum("kmd,kd->km", draws, u)
+    radial = (along.mean(1) - np.einsum("kd,kd->k", theta, u)) / along.std(1)
+    return {"tarp_posterior": [float(post.rmse), float(post.rmse_se)],
+            "tarp_prior": [float(pri.rmse), float(pri.rmse_se)],
+            "radial_z": [float(radial.mean()), float(radial.std())],
+            "z_mean": z.mean(0).tolist(), "z_sd": z.std(0).tolist()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--design", choices=["gaussian", "correlated"], default="gaussian")
+    parser.add_argument("--d", type=int, default=5)
+    parser.add_argument("--n", type=int, default=5000)
+    parser.add_argument("--rho", type=float, default=0.0)
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--k", type=int, default=200)
+    parser.add_argument("--clip-mult", type=float, default=2.0,
+                        help="clip norm in units of sqrt(n_params); the default is the estimator's")
+    parser.add_argument("--lr-mult", type=float, default=1.0)
+    parser.add_argument("--burn-in", type=float, default=0.2)
+    parser.add_argument("--methods", nargs="+", default=["emcee"])
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1000)
+    parser.add_argument("--save", default=None, help="name of a JSON in benchmarks/results")
+    args = parser.parse_args()
+    simulate, model, n_examples = (gaussian_design(args.d, args.n, args.rho)
+                                   if args.design == "gaussian" else correlated_design())
+    est = DPBayesianLogisticRegression()
+    settings = _engine_settings(
+        model, epsilon=args.epsilon, clip_norm=math.sqrt(model.n_params) * args.clip_mult,
+        n_steps=10_000, sampling_rate=0.1, delta=1e-5, burn_in=args.burn_in, preconditioner=None,
+        learning_rate_scale=est._default_learning_rate_scale(2 * model.n_params) * args.lr_mult,
+        n_examples=n_examples, record_trace=any(m == "statistics" or "+" in m for m in args.methods))
+    seeds = list(range(args.seed, args.seed + args.k))
+    chunks = [seeds[i:i + 25] for i in range(0, args.k, 25)]
+    start = time.perf_counter()
+    out = Parallel(n_jobs=args.n_jobs)(
+        delayed(one_batch)(c, simulate, model, n_examples, settings, args.methods)
+        for c in chunks)
+    out = [o for part in out for o in part]
+    theta = np.array([o[1] for o in out])
+    floor, (lo, hi) = coverage_rmse_floor(args.k, random_state=0)
+    label = (f"{args.design} d={model.n_params - 1} N={n_examples} rho={args.rho} "
+             f"epsilon={args.epsilon} K={args.k} clip x{args.clip_mult} lr x{args.lr_mult} "
+             f"burn-in {args.burn_in}")
+    clipped = float(np.mean([o[2] for o in out]))
+    print(f"{label}: clipped fraction {clipped:.4f}, {time.perf_counter() - start:.0f} s; "
+          f"calibrated TARP at this K: {floor:.3f} ({lo:.3f}-{hi:.3f})")
+    payload = {"label": label, "args": vars(args), "clipped": clipped,
+               "floor": [floor, float(lo), float(hi)], "methods": {}}
+    for method in args.methods:
+        draws = np.array([o[0][method] for o in out])
+        s = summarise(draws, theta, model.n_params)
+        payload["methods"][method] = s
+        print(f"  {method:<13} TARP {s['tarp_posterior'][0]:.3f} ± {s['tarp_posterior'][1]:.3f}"
+              f" / {s['tarp_prior'][0]:.3f} ± {s['tarp_prior'][1]:.3f}   radial z "
+              f"{s['radial_z'][0]:+.2f} (sd {s['radial_z'][1]:.2f})   z mean "
+              f"{min(s['z_mean']):+.2f}..{max(s['z_mean']):+.2f}, z sd "
+              f"{min(s['z_sd']):.2f}-{max(s['z_sd']):.2f}")
+    if args.save:
+        save(args.save, payload)
+
+
+if __name__ == "__main__":
+    main()
