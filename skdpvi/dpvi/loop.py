@@ -236,7 +236,7 @@ class _Engine:
         for run in runs:
             behind = (slice(None), *run)  # the run of an array with a leading step axis
             results.append(_result(
-                phi[run], sums[behind], shift[run], self.plan,
+                phi[run], sums[(slice(None), slice(None), *run)], shift[run], self.plan,
                 None if recorder.trace_phi is None else recorder.trace_phi[behind],
                 None if recorder.trace_grad is None else recorder.trace_grad[behind],
                 (float(n_clipped[run]), float(n_seen[run])) if self.return_diagnostics

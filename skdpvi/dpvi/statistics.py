@@ -21,7 +21,9 @@ class TraceStatistics:
     The parameters are centred on ``shift`` (phi at the burn-in step) before summing,
     which keeps the sums of squares accurate in float64. With x_t = phi_t - shift:
     ``sum_x = sum x_t``, ``sum_xx = sum x_t^2``, ``sum_g = sum g``, ``sum_gg = sum g^2``,
-    ``sum_gx = sum g * x_t``; ``count`` pairs in total.
+    ``sum_gx = sum g * x_t``; ``count`` pairs in total. ``halves``, when present, holds
+    the same sums over the first and the second half of the window (same ``shift``),
+    for the split-window check of :func:`~skdpvi.noise_aware.split_window_test`.
     """
 
     count: int
@@ -31,6 +33,7 @@ class TraceStatistics:
     sum_g: np.ndarray
     sum_gg: np.ndarray
     sum_gx: np.ndarray
+    halves: tuple = None
 
     @classmethod
     def from_trace(cls, phi, grads, burn_in):
@@ -54,10 +57,15 @@ class TraceStatistics:
         shift = phi[burn_in].copy()
         x = phi[burn_in:-1] - shift
         g = grads[burn_in:]
-        return cls(
-            count=len(g), shift=shift, sum_x=x.sum(0), sum_xx=(x * x).sum(0),
-            sum_g=g.sum(0), sum_gg=(g * g).sum(0), sum_gx=(g * x).sum(0),
-        )
+
+        def sums(part):
+            xs, gs = x[part], g[part]
+            return dict(count=len(gs), shift=shift, sum_x=xs.sum(0), sum_xx=(xs * xs).sum(0),
+                        sum_g=gs.sum(0), sum_gg=(gs * gs).sum(0), sum_gx=(gs * xs).sum(0))
+
+        mid = len(g) // 2
+        halves = (cls(**sums(slice(0, mid))), cls(**sums(slice(mid, None))))
+        return cls(**sums(slice(None)), halves=halves)
 
     @property
     def dim(self):
@@ -82,6 +90,8 @@ class TraceStatistics:
             sum_xx=self.sum_xx.copy(), sum_g=self.sum_g - n * o,
             sum_gg=self.sum_gg - 2 * o * self.sum_g + n * o * o,
             sum_gx=self.sum_gx - o * self.sum_x,
+            halves=None if self.halves is None
+            else tuple(h.with_gradients_shifted(o) for h in self.halves),
         )
 
     def check_finite(self):
@@ -107,7 +117,9 @@ class _TraceRecorder:
         self.n_steps = n_steps
         self.phi = torch.empty((block, *lead, d), dtype=torch.float64, device=device)
         self.grad = torch.empty((block, *lead, d), dtype=torch.float64, device=device)
-        self.sums = torch.zeros((5, *lead, d), dtype=torch.float64, device=device)
+        # the sums over the first and the second half of the recording window
+        self.sums = torch.zeros((2, 5, *lead, d), dtype=torch.float64, device=device)
+        self.mid = burn_in + (n_steps - burn_in) // 2
         self.shift = None
         self.trace_phi = np.empty((n_steps + 1, *lead, d)) if record_trace else None
         self.trace_grad = np.empty((n_steps, *lead, d)) if record_trace else None
@@ -122,19 +134,30 @@ class _TraceRecorder:
             return
         if self.shift is None:
             self.shift = self.phi[first - start].clone()
-        x = self.phi[first - start: stop - start] - self.shift
-        g = self.grad[first - start: stop - start]
-        self.sums.add_(torch.stack([x.sum(0), (x * x).sum(0), g.sum(0), (g * g).sum(0),
-                                    (g * x).sum(0)]))
+        for half, (lo, hi) in enumerate(((first, min(stop, self.mid)),
+                                         (max(first, self.mid), stop))):
+            if lo >= hi:
+                continue
+            x = self.phi[lo - start: hi - start] - self.shift
+            g = self.grad[lo - start: hi - start]
+            self.sums[half].add_(torch.stack([x.sum(0), (x * x).sum(0), g.sum(0),
+                                              (g * g).sum(0), (g * x).sum(0)]))
 
     def finish(self, phi):
-        """Store the last iterate; return (sums (5, *lead, d), shift) as arrays."""
+        """Store the last iterate; return (sums (2, 5, *lead, d), shift) as arrays."""
         if self.trace_phi is not None:
             self.trace_phi[self.n_steps] = phi.cpu().numpy()
         return self.sums.cpu().numpy(), self.shift.cpu().numpy()
 
 
 def _statistics(sums, shift, count):
-    """The :class:`TraceStatistics` of the sums a :class:`_TraceRecorder` returns."""
-    return TraceStatistics(count=count, shift=shift, sum_x=sums[0], sum_xx=sums[1],
-                           sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4])
+    """The :class:`TraceStatistics` of the sums (2, 5, d) a :class:`_TraceRecorder` returns."""
+    first = count // 2
+    halves = tuple(
+        TraceStatistics(count=n, shift=shift, sum_x=part[0], sum_xx=part[1], sum_g=part[2],
+                        sum_gg=part[3], sum_gx=part[4])
+        for n, part in ((first, sums[0]), (count - first, sums[1]))
+    )
+    total = sums[0] + sums[1]
+    return TraceStatistics(count=count, shift=shift, sum_x=total[0], sum_xx=total[1],
+                           sum_g=total[2], sum_gg=total[3], sum_gx=total[4], halves=halves)

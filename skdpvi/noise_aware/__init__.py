@@ -17,15 +17,19 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
 :mod:`~skdpvi.noise_aware.backends`
     One module per inference backend (``exact``, ``emcee``, ``laplace``,
     ``last_iterate``) and the registry of their names (:func:`register_backend`).
+:mod:`~skdpvi.noise_aware.convergence`
+    :func:`split_window_test`: has the trace settled? (the two halves of the
+    recording window against one gradient relation).
 :mod:`~skdpvi.noise_aware.sampling`
     :func:`sample_phi_star`: builds the model of a run and draws phi* with the
-    backend named by ``method``.
+    backend named by ``method``; warns when the split-window test fails.
 
 ``INFERENCE_METHODS`` is the tuple of registered backend names, in registration
 order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registered.
 """
 
 from .backends import CoordinatewiseStretchMove, backend_names, register_backend
+from .convergence import split_window_test
 from .gradient_model import GradientModel
 from .sampling import sample_phi_star
 from .statistics import statistics_posterior
@@ -34,6 +38,7 @@ __all__ = [
     "GradientModel",
     "sample_phi_star",
     "statistics_posterior",
+    "split_window_test",
     "INFERENCE_METHODS",
     "CoordinatewiseStretchMove",
     "register_backend",

@@ -1,8 +1,12 @@
 """sample_phi_star: build the gradient model of a DPVI run and draw phi* with a backend."""
 
+import warnings
+
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .backends import get_backend
+from .convergence import SPLIT_TEST_LEVEL, split_window_test
 from .gradient_model import GradientModel
 
 __all__ = ["sample_phi_star"]
@@ -10,7 +14,7 @@ __all__ = ["sample_phi_star"]
 
 def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
                     subsampling_variance=None, hessian_prior_scale=1.0, backend_options=None,
-                    curvature_bias_correction=False, gradient_offset=None):
+                    curvature_bias_correction=False, gradient_offset=None, check=True):
     """Draw phi* from the noise-aware posterior of a DPVI run.
 
     Parameters
@@ -38,13 +42,18 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
     gradient_offset : array-like of shape (d,), optional
         A known part ``b`` of the mean released gradient that the linear model does
         not capture: the model becomes ``E[g_tilde | phi_t] = kappa a (phi_t - phi*) + b``.
+    check : bool, default=True
+        Run the split-window test (:func:`~skdpvi.noise_aware.split_window_test`) and
+        warn with a :class:`~sklearn.exceptions.ConvergenceWarning` when the two
+        halves of the recording window disagree (p < ``SPLIT_TEST_LEVEL``): the trace
+        has not settled and the draws are not to be trusted.
 
     Returns
     -------
     phi_star : ndarray of shape (n_samples, d)
     diagnostics : dict
         Backend diagnostics (emcee: acceptance fraction, autocorrelation time and
-        effective sample size per coordinate).
+        effective sample size per coordinate) and, with ``check``, ``split_p_value``.
 
     Examples
     --------
@@ -68,8 +77,10 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
     rng = np.random.default_rng(random_state)
     options = backend_options or {}
+    split = _check_settled(result.stats) if check else {}
     if not backend.needs_model:
-        return backend.sampler(result, n_samples, rng, **options)
+        draws, diagnostics = backend.sampler(result, n_samples, rng, **options)
+        return draws, {**diagnostics, **split}
     stats = result.stats
     if gradient_offset is not None:
         offset = np.asarray(gradient_offset, dtype=float)
@@ -85,4 +96,16 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
         subsampling_variance, hessian_prior_scale,
     )
     m, diagnostics = backend.sampler(gm, n_samples, rng, **options)
-    return result.stats.shift + m, diagnostics
+    return result.stats.shift + m, {**diagnostics, **split}
+
+
+def _check_settled(stats):
+    p_value, _ = split_window_test(stats)
+    if p_value < SPLIT_TEST_LEVEL:
+        warnings.warn(
+            "The released DP-SGD gradients of the two halves of the recording window "
+            f"disagree (split-window test, p = {p_value:.1e}): the trace has not settled, "
+            "so the noise-aware posterior may be miscalibrated. Increase max_iter or "
+            "burn_in.", ConvergenceWarning, stacklevel=3,
+        )
+    return {"split_p_value": p_value}
