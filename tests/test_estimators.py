@@ -384,3 +384,25 @@ def test_logistic_default_clip_norm_leaves_unit_scale_rows_unclipped():
         if clip_norm == "auto":
             assert settings.engine["clip_norm"] == pytest.approx(2 * np.sqrt(6))
     assert fractions[True] < 1e-3 < 5e-3 < fractions[False]
+
+
+def test_logistic_convergence_warning_fires_on_a_run_stopped_too_early():
+    # a run stopped while the means still travel through changing curvature (no
+    # burn-in, a slow step) fails the split-window test; the default run does not
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5000, 2))
+    logits = X @ np.array([3.0, -3.0]) + 1.0
+    y = (rng.random(5000) < 1 / (1 + np.exp(-logits))).astype(int)
+    early = DPBayesianLogisticRegression(epsilon=10.0, max_iter=2000, burn_in=0.0,
+                                         learning_rate_scale=0.3, inference="exact",
+                                         random_state=0)
+    with pytest.warns(ConvergenceWarning, match="split-window"):
+        early.fit(X, y)
+    assert early.inference_diagnostics_["split_p_value"] < 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        settled = DPBayesianLogisticRegression(epsilon=10.0, inference="exact",
+                                               random_state=0).fit(X, y)
+    assert settled.inference_diagnostics_["split_p_value"] > 1e-3
