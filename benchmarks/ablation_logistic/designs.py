@@ -23,6 +23,14 @@ Designs:
   six equicorrelated features, rho = 0.5, and a one-hot block of four beside the
   intercept, N = 10,000).
 
+Methods (``--methods``): the package's backends (``emcee``, ``exact``, ``laplace``,
+``last_iterate``, ``statistics``) and the ablation variants of the results page:
+``emcee+jensen`` (gradient offset from the regression of the per-step curvature on
+the means), ``emcee+jensenfd`` (the same with the stationary wander variance),
+``emcee+wander`` (joint regression of the scale gradients on phi), ``emcee+oracle``
+(the true third derivatives: not private, the yardstick) and a ``+lr`` suffix
+(linear-response components).
+
 Run: python benchmarks/ablation_logistic/designs.py --design gaussian --d 5 --n 5000 \
          --epsilon 1 --k 200 [--clip-mult 1] [--burn-in 0.5] [--methods emcee exact last_iterate]
 """
@@ -99,6 +107,54 @@ def jensen_offset(result, model, stationary=False):
     return np.concatenate([kappa * b, np.zeros(p)])
 
 
+def wander_offset(result, model, return_se=False):
+    """kappa * b from a joint regression of the scale gradients on all of phi.
+
+    The variant of :func:`jensen_offset` that a running-sum implementation would use:
+    ``d g_rho_j / d mu_k`` at fixed rho by least squares of the released scale
+    gradients on (mu, rho) (rho follows mu, so a regression on mu alone absorbs that
+    response), divided by ``kappa s_j s'_j`` (``dL / drho_j = s'_j (s_j Lambda_jj -
+    1 / s_j)``, Price's theorem). With ``return_se`` also the standard error of each
+    offset from the known DP noise of the scale gradients (independent across steps).
+    """
+    p = model.n_params
+    phi = np.asarray(result.trace_phi[result.burn_in:-1], float)
+    grad = np.asarray(result.trace_grad[result.burn_in:, p:], float)
+    n = len(phi)
+    x = phi - phi.mean(0)
+    cov = x.T @ x / n
+    wander = np.diag(cov)[:p]
+    slope = np.linalg.lstsq(cov, (x.T @ (grad - grad.mean(0)) / n), rcond=1e-10)[0].T[:, :p]
+    rho = phi[:, p:].mean(0)
+    scale, dscale = np.logaddexp(0, rho), 1 / (1 + np.exp(-rho))
+    kappa = result.sampling_rate
+    weight = 0.5 * wander / (kappa * scale * dscale)
+    offset = np.concatenate([kappa * weight @ slope, np.zeros(p)])
+    if not return_se:
+        return offset
+    inv = np.linalg.pinv(cov * n)[:p, :p]
+    se = kappa * np.sqrt(np.sum((weight * result.noise_std[p:]) ** 2) * np.diag(inv))
+    return offset, se
+
+
+def oracle_offset(result, model, X, n_mc=64):
+    """kappa * b with the true third derivatives of the data term at the trace's mean.
+
+    Not private (it reads X): the yardstick for the estimated offsets.
+    """
+    p = model.n_params
+    trace = np.asarray(result.trace_phi[result.burn_in:-1], float)
+    mu, scale = trace[:, :p].mean(0), np.logaddexp(0, trace[:, p:].mean(0))
+    wander = trace[:, :p].var(0)
+    Xa = np.column_stack([X, np.ones(len(X))]) if model.fit_intercept else X
+    rng = np.random.default_rng(0)
+    dcurv = np.zeros((p, p))  # [j, k] = dLambda_jj / dmu_k
+    for _ in range(n_mc):
+        prob = 1 / (1 + np.exp(-Xa @ (mu + scale * rng.standard_normal(p))))
+        dcurv += (Xa**2 * (prob * (1 - prob) * (1 - 2 * prob))[:, None]).T @ Xa / n_mc
+    return np.concatenate([result.sampling_rate * 0.5 * wander @ dcurv, np.zeros(p)])
+
+
 def linear_response_components(result, phi_star, model):
     """Mean-field components with their covariance replaced by c S.
 
@@ -120,8 +176,15 @@ def linear_response_components(result, phi_star, model):
     return GaussianComponents(phi_star[:, :p], chol)
 
 
-def posterior_draws(result, model, n_examples, method, n_draws=1000):
+def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
     """Unconstrained posterior draws of one run by one backend."""
+    if method.endswith("+oracle") or method.endswith("+wander"):
+        base, variant = method.split("+")
+        offset = (oracle_offset(result, model, X) if variant == "oracle"
+                  else wander_offset(result, model))
+        phi, _ = sample_phi_star(result, base, n_draws, random_state=0, gradient_offset=offset)
+        return NoiseAwarePosterior(phi, model, base).sample(
+            n_draws, random_state=0, unconstrained=True)
     if method.endswith("+lr"):
         base = method[:-3]
         offset = (jensen_offset(result, model, base.endswith("+jensenfd"))
@@ -158,8 +221,8 @@ def one_batch(seeds, simulate, model, n_examples, settings, methods):
     sims = [simulate(np.random.default_rng(s)) for s in seeds]
     runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims], random_states=seeds,
                             **settings)
-    return [({m: posterior_draws(r, model, n_examples, m) for m in methods}, theta,
-             r.diagnostics["clipped_fraction"]) for (_, _, theta), r in zip(sims, runs)]
+    return [({m: posterior_draws(r, model, n_examples, m, X=X) for m in methods}, theta,
+             r.diagnostics["clipped_fraction"]) for (X, _, theta), r in zip(sims, runs)]
 
 
 def summarise(draws, theta, n_params):
