@@ -176,8 +176,38 @@ def linear_response_components(result, phi_star, model):
     return GaussianComponents(phi_star[:, :p], chol)
 
 
+def known_curvature_means(result, model, phi, rng):
+    """Replace the mean coordinates of phi* draws by the known-curvature estimate.
+
+    At the mean-field optimum ``s_j^2 Lambda_jj = 1``, so the mean coordinates'
+    curvature is ``a_j = 1 / s_j^2`` at the window's average scale: no regression
+    needed. Then ``phi*_j = x_bar_j - (g_bar_j - e_bar_j) / (kappa a_j)`` with
+    ``e_bar_j ~ N(0, tau_j^2 / n)``, tau_j from the residuals.
+    """
+    p = model.n_params
+    st = result.stats
+    n, kappa = st.count, result.sampling_rate
+    x_mean, g_mean = st.sum_x[:p] / n, st.sum_g[:p] / n
+    a = 1.0 / np.logaddexp(0, st.shift[p:] + st.sum_x[p:] / n) ** 2
+    centre = x_mean - g_mean / (kappa * a)
+    # residuals of g - kappa a (x - centre) from the sums
+    c = kappa * a
+    r2 = (st.sum_gg[:p] - 2 * c * (st.sum_gx[:p] - centre * st.sum_g[:p])
+          + c**2 * (st.sum_xx[:p] - 2 * centre * st.sum_x[:p] + n * centre**2)) / n
+    tau = np.sqrt(np.maximum(r2, 0))
+    out = phi.copy()
+    out[:, :p] = st.shift[:p] + centre + rng.standard_normal((len(phi), p)) * tau / (np.sqrt(n) * c)
+    return out
+
+
 def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
     """Unconstrained posterior draws of one run by one backend."""
+    if method.endswith("+knowna"):
+        base = method.split("+")[0]
+        phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
+        phi = known_curvature_means(result, model, phi, np.random.default_rng(0))
+        return NoiseAwarePosterior(phi, model, base).sample(
+            n_draws, random_state=0, unconstrained=True)
     if method.endswith("+oracle") or method.endswith("+wander"):
         base, variant = method.split("+")
         offset = (oracle_offset(result, model, X) if variant == "oracle"
