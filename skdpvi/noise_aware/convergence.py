@@ -1,10 +1,12 @@
 """Has the trace settled? A split-window test on the released pairs.
 
 The gradient model assumes one linear relation ``E[g_i | phi_t] = kappa a_i (phi_t,i -
-phi*_i)`` over the whole recording window. While DP-SGD is still travelling towards
-the optimum (a run stopped too early, a burn-in too short, a coordinate that relaxes
-slowly) the relation the first half of the window shows differs from the second's,
-and the noise-aware posterior, which averages them, is not to be trusted. Per
+phi*_i)`` over the whole recording window. A transient that follows that line is
+harmless (the model describes it), but where DP-SGD is still travelling through
+ground of changing curvature (a run stopped too early, a burn-in too short, a step
+too small for the budget of steps), or clipping changes the dynamics part-way, the
+relation the first half of the window shows differs from the second's, and the
+noise-aware posterior, which averages them, is not to be trusted. Per
 coordinate, a Chow test compares one least-squares line through both halves with a
 line per half (an F statistic with 2 and n - 4 degrees of freedom); the smallest
 p-value times the number of coordinates (Bonferroni) is the run's p-value. It reads
