@@ -82,3 +82,26 @@ def test_engine_gives_the_same_run_on_the_glm_and_the_dense_path(monkeypatch):
     np.testing.assert_allclose(runs["glm"].phi, runs["dense"].phi, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(runs["glm"].stats.sum_gx, runs["dense"].stats.sum_gx,
                                rtol=1e-3, atol=1e-3)
+
+
+def test_half_window_sums_match_the_recorded_trace_single_and_batched():
+    # the split-window test reads the sums per half of the recording window; they
+    # must be those of the trace's halves, and a lockstep run's must equal its own
+    from skdpvi.dpvi import run_dpvi_batched
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 3))
+    y = (rng.random(2000) < 0.5).astype(np.float32)
+    model = LogisticRegressionModel(3)
+    kwargs = dict(noise_multiplier=1.0, clip_norm=4.0, learning_rate=1e-3, sampling_rate=0.1,
+                  n_steps=1301, burn_in=300, record_trace=True)
+    res = run_dpvi(model, (X, y), random_state=1, **kwargs)
+    ref = TraceStatistics.from_trace(res.trace_phi, res.trace_grad, res.burn_in)
+    assert [h.count for h in res.stats.halves] == [h.count for h in ref.halves] == [500, 501]
+    for name in ("sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx"):
+        for got, want in [(res.stats, ref), *zip(res.stats.halves, ref.halves)]:
+            np.testing.assert_allclose(getattr(got, name), getattr(want, name),
+                                       rtol=1e-7, atol=1e-7)
+    batched = run_dpvi_batched(model, [(X, y), (X, 1 - y)], random_states=[1, 2], **kwargs)
+    for got, want in zip(batched[0].stats.halves, res.stats.halves):
+        np.testing.assert_allclose(got.sum_gx, want.sum_gx, rtol=1e-5, atol=1e-6)
