@@ -47,12 +47,12 @@ import warnings
 
 import numpy as np
 from scipy.special import logsumexp
-from scipy.stats import chi2
 from threadpoolctl import threadpool_limits
 
 from ..dpvi.mechanism import group_clip_norms
 from ..exceptions import IdentifiabilityWarning
 from ..models.statistics import clipping_correction
+from .convergence import _statistics_split_check
 from .statistics_clipping import _ClippedStatistics
 from .statistics_sampling import _psd_cholesky, _resample
 
@@ -60,8 +60,6 @@ __all__ = ["statistics_posterior", "StatisticsFit"]
 
 #: Grid of the shrinkage scale gamma (relative to each statistic's natural scale).
 GAMMA_GRID = (0.0, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
-#: p-value below which the split-window check warns.
-_CHECK_LEVEL = 1e-3
 #: Median relative posterior sd of the scale statistics above which the fit warns.
 _IDENTIFICATION_LEVEL = 0.5
 
@@ -252,9 +250,9 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
                    "eta_mean": fit.mean, "noise_inflation": regression["ratio"],
                    "clipping_correction": correction}
     if check:
-        diagnostics.update(_model_check(regression["parts"], fit, regression["index"],
-                                        regression["scale"], regression["P"],
-                                        regression["h"], regression["yy"], phi.size))
+        diagnostics.update(_statistics_split_check(
+            regression["parts"], fit, regression["index"], regression["scale"],
+            regression["P"], regression["h"], regression["yy"], phi.size))
         diagnostics.update(_identification_check(data_statistics, fit))
     diagnostics.update(sampling)
     return components, diagnostics
@@ -388,37 +386,3 @@ def _identification_check(data_statistics, fit):
             "larger epsilon or a larger max_iter make the trace informative.",
             IdentifiabilityWarning, stacklevel=4)
     return {"scale_relative_sd": relative}
-
-
-def _model_check(parts, fit, index, scale, P, h, yy, n_values):
-    """Split-window (Chow) test and residual scatter; warn when the model fails.
-
-    With the noise known, ``sum_k h_k^T P_k^-1 h_k - h^T P^-1 h`` is chi-squared with
-    as many degrees of freedom as statistics if both halves of the recording window
-    follow the same eta; a ridge at the most probable shrinkage keeps it defined for
-    poorly identified statistics (degrees of freedom adjusted to match).
-    """
-    from sklearn.exceptions import ConvergenceWarning
-
-    gamma = fit.gammas[np.argmax(fit.weights)]
-    ridge = np.full(len(h), 1e-9 * np.trace(P) / len(h))
-    if len(index):
-        ridge[index] += 1.0 / (max(gamma, 1e-3) * scale) ** 2
-    stat, dof = 0.0, 0.0
-    for sign, (P_k, h_k) in ((1, parts[0][:2]), (1, parts[1][:2]), (-1, (P, h))):
-        inv = np.linalg.inv(P_k + np.diag(ridge))
-        stat += sign * float(h_k @ inv @ h_k)
-        dof += sign * float(np.trace(P_k @ inv))
-    p_value = float(chi2.sf(stat, max(dof, 1.0)))
-    mean = fit.mean
-    residual = yy - 2 * h @ mean + mean @ P @ mean
-    ratio = float(residual / max(n_values - len(h), 1))
-    if p_value < _CHECK_LEVEL:
-        warnings.warn(
-            "The released DP-SGD gradients do not follow the model's expected gradient "
-            f"(the two halves of the recording window disagree with p = {p_value:.1e}). "
-            "Clipping or a transient distorts the trace, so the credible intervals may "
-            "be miscalibrated: increase max_iter or burn_in, or raise clip_norm.",
-            ConvergenceWarning, stacklevel=4,
-        )
-    return {"split_p_value": p_value, "split_dof": dof, "variance_ratio": ratio}
