@@ -176,6 +176,34 @@ def linear_response_components(result, phi_star, model):
     return GaussianComponents(phi_star[:, :p], chol)
 
 
+def dense_spread_means(result, model, phi, rng, anchor="scales"):
+    """Redraw the mean coordinates of phi* with the dense error covariance of the trace mean.
+
+    With isotropic gradient noise tau^2 on the means and one step gamma, the stationary
+    covariance of the means' wander is S = gamma tau^2 / (2 kappa) H^-1 and the trace
+    mean errs by N(0, tau^2 / (n kappa^2) H^-2): coupled coordinates err together,
+    which the diagonal gradient model (error variance (H^-1)_jj^2 per coordinate,
+    independent) misses. H^-1 = c S with c anchored to the mean-field scales (the
+    median of s_j^2 (S^-1)_jj, as in :func:`linear_response_components`) or to the
+    formula (c = 2 kappa / (gamma tau^2)).
+    """
+    p = model.n_params
+    trace = np.asarray(result.trace_phi[result.burn_in:-1, :p], float)
+    n, kappa = len(trace), result.sampling_rate
+    S = np.cov(trace.T)
+    tau2 = float(np.mean(result.noise_std[:p] ** 2))
+    if anchor == "scales":
+        scales = np.logaddexp(0, phi[:, p:].mean(0))
+        c = np.median(scales**2 * np.diag(np.linalg.inv(S)))
+    else:
+        c = 2 * kappa / (float(np.mean(result.learning_rate[:p])) * tau2)
+    H_inv = c * S
+    cov = tau2 / (n * kappa**2) * H_inv @ H_inv
+    out = phi.copy()
+    out[:, :p] = phi[:, :p].mean(0) + rng.standard_normal((len(phi), p)) @ np.linalg.cholesky(cov).T
+    return out
+
+
 def known_curvature_means(result, model, phi, rng):
     """Replace the mean coordinates of phi* draws by the known-curvature estimate.
 
@@ -206,6 +234,17 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
         base = method.split("+")[0]
         phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
         phi = known_curvature_means(result, model, phi, np.random.default_rng(0))
+        return NoiseAwarePosterior(phi, model, base).sample(
+            n_draws, random_state=0, unconstrained=True)
+    if "+spread" in method:
+        base, *variants = method.split("+")
+        phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
+        phi = dense_spread_means(result, model, phi, np.random.default_rng(0),
+                                 "formula" if "formula" in variants else "scales")
+        if "lr" in variants:
+            comps = linear_response_components(result, phi, model)
+            return NoiseAwarePosterior.from_components(comps, model, method).sample(
+                n_draws, random_state=0, unconstrained=True)
         return NoiseAwarePosterior(phi, model, base).sample(
             n_draws, random_state=0, unconstrained=True)
     if method.endswith("+oracle") or method.endswith("+wander"):
@@ -286,6 +325,10 @@ def main():
                         help="clip norm in units of sqrt(n_params); the default is the estimator's")
     parser.add_argument("--lr-mult", type=float, default=1.0)
     parser.add_argument("--burn-in", type=float, default=0.2)
+    parser.add_argument("--burn-in-step", type=float, default=1.0,
+                        help="multiplier of every mean coordinate's step before burn-in")
+    parser.add_argument("--recording-step", type=float, default=1.0,
+                        help="multiplier of every mean coordinate's step from burn-in on")
     parser.add_argument("--methods", nargs="+", default=["emcee"])
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1000)
@@ -299,6 +342,10 @@ def main():
         n_steps=10_000, sampling_rate=0.1, delta=1e-5, burn_in=args.burn_in, preconditioner=None,
         learning_rate_scale=est._default_learning_rate_scale(2 * model.n_params) * args.lr_mult,
         n_examples=n_examples, record_trace=any(m == "statistics" or "+" in m for m in args.methods))
+    if args.burn_in_step != 1 or args.recording_step != 1:
+        p = model.n_params
+        settings["step_scales"] = tuple(np.r_[np.full(p, m), np.ones(p)]
+                                        for m in (args.burn_in_step, args.recording_step))
     seeds = list(range(args.seed, args.seed + args.k))
     chunks = [seeds[i:i + 25] for i in range(0, args.k, 25)]
     start = time.perf_counter()
@@ -310,7 +357,7 @@ def main():
     floor, (lo, hi) = coverage_rmse_floor(args.k, random_state=0)
     label = (f"{args.design} d={model.n_params - 1} N={n_examples} rho={args.rho} "
              f"epsilon={args.epsilon} K={args.k} clip x{args.clip_mult} lr x{args.lr_mult} "
-             f"burn-in {args.burn_in}")
+             f"burn-in {args.burn_in} steps x{args.burn_in_step} / x{args.recording_step}")
     clipped = float(np.mean([o[2] for o in out]))
     print(f"{label}: clipped fraction {clipped:.4f}, {time.perf_counter() - start:.0f} s; "
           f"calibrated TARP at this K: {floor:.3f} ({lo:.3f}-{hi:.3f})")

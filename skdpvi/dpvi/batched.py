@@ -57,6 +57,7 @@ def run_dpvi_batched(
     preconditioner=None,
     init_mean=None,
     init_scale=0.01,
+    step_scales=None,
     record_trace=False,
     return_diagnostics=False,
     device="cpu",
@@ -75,8 +76,8 @@ def run_dpvi_batched(
         One seed per data set: run r is the run of ``run_dpvi(model, datasets[r],
         random_state=random_states[r], ...)``.
     noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in, learning_rate, \
-learning_rate_scale, n_mc_samples, preconditioner, init_mean, init_scale, record_trace, \
-return_diagnostics, device, verbose, n_threads
+learning_rate_scale, n_mc_samples, preconditioner, init_mean, init_scale, step_scales, \
+record_trace, return_diagnostics, device, verbose, n_threads
         As in :func:`~skdpvi.dpvi.run_dpvi`, shared by all runs.
 
     Returns
@@ -119,7 +120,7 @@ return_diagnostics, device, verbose, n_threads
                             learning_rate_scale=learning_rate_scale,
                             n_mc_samples=n_mc_samples, preconditioner=preconditioner,
                             init_mean=init_mean, init_scale=init_scale,
-                            record_trace=record_trace,
+                            step_scales=step_scales, record_trace=record_trace,
                             return_diagnostics=return_diagnostics)
 
 

@@ -89,7 +89,7 @@ class _Engine:
     def __init__(self, model, n_examples, device, *, noise_multiplier, clip_norm,
                  sampling_rate, n_steps, burn_in, learning_rate, learning_rate_scale,
                  n_mc_samples, preconditioner, init_mean, init_scale, record_trace,
-                 return_diagnostics, n_runs=None):
+                 return_diagnostics, step_scales=None, n_runs=None):
         self.model = model
         self.n_examples = n_examples
         self.device = device
@@ -103,11 +103,14 @@ class _Engine:
                               n_steps=n_steps, learning_rate=learning_rate,
                               learning_rate_scale=learning_rate_scale,
                               preconditioner=preconditioner, init_mean=init_mean,
-                              init_scale=init_scale)
+                              init_scale=init_scale, step_scales=step_scales)
         self.phi0 = torch.tensor(self.plan.phi0, dtype=torch.float64, device=device)
         self.beta = torch.tensor(self.plan.beta, dtype=torch.float64, device=device)
         self.beta_real = self.beta.to(_REAL)
         self.lr = torch.tensor(self.plan.lr, dtype=torch.float64, device=device)
+        self.burn_in_lr = (None if self.plan.burn_in_scale is None
+                           else torch.tensor(self.plan.burn_in_lr, dtype=torch.float64,
+                                             device=device))
         self.noise_std = float(noise_multiplier) * float(clip_norm)
         self.glm = _use_glm_path(model, n_examples, sampling_rate, n_runs or 1)
         shares = getattr(model, "clip_shares", None)
@@ -199,10 +202,16 @@ class _Engine:
         n_seen = torch.zeros(lead, dtype=torch.float64, device=self.device)
         beta, lr, diagnostics = self.beta, self.lr, self.return_diagnostics
         phis, grads = recorder.phi, recorder.grad
+        # with step_scales the step changes at burn-in (-1: never)
+        switch = -1 if self.burn_in_lr is None else self.settings["burn_in"]
+        if switch > 0:
+            lr = self.burn_in_lr
         for start in range(0, n_steps, block):
             stop = min(start + block, n_steps)
             noise, step = draw_block(stop - start)
             for j in range(stop - start):
+                if start + j == switch:
+                    lr = self.lr
                 phis[j] = phi
                 clipped_sum, norms, mask = step(j, phi)
                 g_tilde = (clipped_sum + noise[j]) / beta  # the release (paper A59)
@@ -261,6 +270,7 @@ def run_dpvi(
     preconditioner=None,
     init_mean=None,
     init_scale=0.01,
+    step_scales=None,
     random_state=0,
     record_trace=False,
     return_diagnostics=False,
@@ -300,6 +310,13 @@ def run_dpvi(
         Must not be computed from the private data.
     init_scale : float, default=0.01
         Initial standard deviation of q.
+    step_scales : pair of float or array-like of shape (d,), optional
+        ``(before, after)``: multipliers of the step ``lambda * beta_i`` of every
+        coordinate before ``burn_in`` and from ``burn_in`` on (default 1 and 1). A
+        larger step before burn-in shortens the descent to the optimum; the step
+        after burn-in sets how far the released trace wanders around it (its
+        ``learning_rate`` is reported in the result). The mechanism, and so the
+        privacy guarantee, does not depend on the steps.
     random_state : int
         Seed of the torch generator that draws batches, MC samples and noise.
     record_trace : bool, default=False
@@ -327,7 +344,8 @@ def run_dpvi(
                     burn_in=burn_in, learning_rate=learning_rate,
                     learning_rate_scale=learning_rate_scale, n_mc_samples=n_mc_samples,
                     preconditioner=preconditioner, init_mean=init_mean, init_scale=init_scale,
-                    record_trace=record_trace, return_diagnostics=return_diagnostics)
+                    step_scales=step_scales, record_trace=record_trace,
+                    return_diagnostics=return_diagnostics)
 
 
 def _run(model, data, device, random_state, verbose, **settings):

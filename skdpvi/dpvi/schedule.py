@@ -39,14 +39,42 @@ class _Schedule:
     beta: np.ndarray  # preconditioner (d,)
     lam: float  # learning rate lambda
     phi0: np.ndarray  # initial (mu, rho)
+    burn_in_scale: np.ndarray = None  # step multiplier before burn-in (d,)
+    recording_scale: np.ndarray = None  # step multiplier from burn-in on (d,)
 
     @property
     def lr(self):
-        return self.lam * self.beta
+        """The step of each coordinate from burn-in on (what the release was recorded at)."""
+        return self.lam * self.beta * (1.0 if self.recording_scale is None
+                                       else self.recording_scale)
+
+    @property
+    def burn_in_lr(self):
+        """The step of each coordinate before burn-in."""
+        return self.lam * self.beta * (1.0 if self.burn_in_scale is None else self.burn_in_scale)
+
+
+def _step_scales(step_scales, d):
+    """``step_scales`` of :func:`run_dpvi` as two arrays of shape (d,), or (None, None)."""
+    if step_scales is None:
+        return None, None
+    if len(step_scales) != 2:
+        raise ValueError("step_scales must be a pair (before burn-in, from burn-in on).")
+    out = []
+    for scale in step_scales:
+        scale = np.asarray(scale, dtype=float)
+        if scale.ndim > 1 or scale.size not in (1, d):
+            raise ValueError(f"step_scales must hold floats or arrays of shape ({d},), "
+                             f"got shape {scale.shape}.")
+        scale = np.broadcast_to(scale.reshape(-1), (d,)).copy()
+        if not np.all(np.isfinite(scale) & (scale > 0)):
+            raise ValueError(f"step_scales must be finite and > 0, got {scale}.")
+        out.append(scale)
+    return tuple(out)
 
 
 def _schedule(model, *, noise_multiplier, clip_norm, n_steps, learning_rate,
-              learning_rate_scale, preconditioner, init_mean, init_scale):
+              learning_rate_scale, preconditioner, init_mean, init_scale, step_scales=None):
     """The :class:`_Schedule` of a run with these settings (see :func:`run_dpvi`)."""
     n = model.n_params
     d = 2 * n
@@ -65,7 +93,8 @@ def _schedule(model, *, noise_multiplier, clip_norm, n_steps, learning_rate,
         init_mean = model.init_mean() if hasattr(model, "init_mean") else np.zeros(n)
     rho0 = float(np.log(np.expm1(init_scale)))
     phi0 = np.concatenate([np.asarray(init_mean, float).reshape(n), np.full(n, rho0)])
-    return _Schedule(beta=beta, lam=lam, phi0=phi0)
+    before, after = _step_scales(step_scales, d)
+    return _Schedule(beta=beta, lam=lam, phi0=phi0, burn_in_scale=before, recording_scale=after)
 
 
 def _default_preconditioning(learning_rate, n_steps, model=None, clip_norm=None,

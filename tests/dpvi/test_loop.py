@@ -105,3 +105,33 @@ def test_half_window_sums_match_the_recorded_trace_single_and_batched():
     batched = run_dpvi_batched(model, [(X, y), (X, 1 - y)], random_states=[1, 2], **kwargs)
     for got, want in zip(batched[0].stats.halves, res.stats.halves):
         np.testing.assert_allclose(got.sum_gx, want.sum_gx, rtol=1e-5, atol=1e-6)
+
+
+def test_step_scales_set_the_step_before_and_after_burn_in_single_and_batched():
+    # phi_{t+1} - phi_t = -step_t * g_tilde_{t+1}: the recorded trace shows the step
+    # of every coordinate, before burn-in x before, from burn-in on x after
+    from skdpvi.dpvi import run_dpvi_batched
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1000, 2))
+    y = (rng.random(1000) < 0.5).astype(np.float32)
+    model = LogisticRegressionModel(2)
+    kwargs = dict(noise_multiplier=1.0, clip_norm=4.0, learning_rate=1e-3, sampling_rate=0.1,
+                  n_steps=200, burn_in=50, record_trace=True)
+    before, after = np.array([2.0, 2.0, 2.0, 1.0, 1.0, 1.0]), 0.5
+    res = run_dpvi(model, (X, y), random_state=1, step_scales=(before, after), **kwargs)
+    plain = run_dpvi(model, (X, y), random_state=1, **kwargs)
+    step = -np.diff(res.trace_phi, axis=0) / res.trace_grad
+    np.testing.assert_allclose(step[:50], np.broadcast_to(1e-3 * before, (50, 6)), rtol=1e-6)
+    np.testing.assert_allclose(step[50:], 1e-3 * after, rtol=1e-6)
+    np.testing.assert_allclose(res.learning_rate, 1e-3 * after)
+    np.testing.assert_allclose(plain.learning_rate, 1e-3)
+    # (1, 1) is the plain run, bit for bit
+    same = run_dpvi(model, (X, y), random_state=1, step_scales=(1, 1), **kwargs)
+    np.testing.assert_array_equal(same.trace_phi, plain.trace_phi)
+    batched = run_dpvi_batched(model, [(X, y), (X, 1 - y)], random_states=[1, 2],
+                               step_scales=(before, after), **kwargs)
+    np.testing.assert_allclose(batched[0].trace_phi, res.trace_phi, rtol=1e-5, atol=1e-6)
+    for bad in [(1.0,), (1.0, 0.0), (1.0, np.inf), (np.ones(5), 1.0)]:
+        with pytest.raises(ValueError, match="step_scales"):
+            run_dpvi(model, (X, y), random_state=1, step_scales=bad, **kwargs)
