@@ -131,9 +131,11 @@ def timed(f):
 def default_fit_phases(X, y):
     """Seconds of the default fit: total, accountant, DP-SGD, post-processing."""
     import skdpvi.linear_model._base as base
+    import skdpvi.linear_model._settings as settings
 
     phases = {}
-    originals = {name: getattr(base, name) for name in ("noise_multiplier", "run_dpvi")}
+    owners = {"noise_multiplier": settings, "run_dpvi": base}
+    originals = {name: getattr(owner, name) for name, owner in owners.items()}
 
     def wrap(name):
         def timed_call(*args, **kwargs):
@@ -144,12 +146,12 @@ def default_fit_phases(X, y):
         return timed_call
 
     try:
-        for name in originals:
-            setattr(base, name, wrap(name))
+        for name, owner in owners.items():
+            setattr(owner, name, wrap(name))
         total = timed(lambda: DPBayesianLogisticRegression(random_state=0).fit(X, y))
     finally:
         for name, f in originals.items():
-            setattr(base, name, f)
+            setattr(owners[name], name, f)
     return dict(total=total, accountant=phases["noise_multiplier"], dp_sgd=phases["run_dpvi"],
                 post=total - phases["noise_multiplier"] - phases["run_dpvi"])
 

@@ -1,9 +1,10 @@
-"""Shared machinery of the two estimators: validation, privacy, DPVI, post-processing.
+"""Shared machinery of the two estimators: DPVI, post-processing, fitted attributes.
 
 :meth:`_BaseDPBayesianRegression._fit` composes the packages in the order of the
 data flow, in three parts:
 
-(a) :meth:`~_BaseDPBayesianRegression._engine_settings`: the validated parameters,
+(a) :meth:`~skdpvi.linear_model._settings._SettingsMixin._engine_settings` (in
+    :mod:`._settings`): the validated parameters,
     the accountant's noise multiplier for the budget (:mod:`skdpvi.accounting`), the
     subclass's model, the clipping norm, learning rate and preconditioner -- all that
     the engine needs, as one object whose ``engine`` dict goes verbatim to either
@@ -24,52 +25,22 @@ its default clipping norm and learning-rate scale, the targets (``_fit_inputs``)
 the predictions.
 """
 
-import math
 import numbers
 import time
-from collections import namedtuple
-from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..accounting import DPSGDMechanism, noise_multiplier
-from ..accounting.budget import _check_budget
-from ..dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
-from ..dpvi.schedule import _default_preconditioning
-from ..noise_aware import INFERENCE_METHODS, sample_phi_star, statistics_posterior
+from ..dpvi import run_dpvi, run_dpvi_batched
+from ..noise_aware import sample_phi_star, statistics_posterior
 from ..posterior import NoiseAwarePosterior
-from ..utils.validation import is_int, is_real
-from ._reporting import _describe_diagnostics, _progress, _warn_if_delta_meaningless
-
-#: The default post-processing of models with data statistics, and every method
-#: ``inference=`` accepts.
-STATISTICS = "statistics"
-_INFERENCE = (STATISTICS,) + tuple(INFERENCE_METHODS)
+from ._reporting import _describe_diagnostics, _progress
+from ._settings import STATISTICS, _SettingsMixin
 
 
-@dataclass
-class _FitSettings:
-    """What part (a) of a fit fixes, before any private data is read.
-
-    ``engine`` holds the keyword arguments of :func:`skdpvi.dpvi.run_dpvi` and
-    :func:`skdpvi.dpvi.run_dpvi_batched` (the model included; the data, the seeds and
-    the verbosity not), passed verbatim to either; ``epsilon`` is the epsilon the
-    accountant certifies for its noise multiplier.
-    """
-
-    engine: dict
-    epsilon: float
-
-
-#: The seeds of one fit, drawn from ``random_state``: the DP-SGD run's, the
-#: post-processing's and the posterior draws'.
-_FitSeeds = namedtuple("_FitSeeds", ["engine", "post", "draw"])
-
-
-class _BaseDPBayesianRegression(BaseEstimator):
+class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
     """Base class; subclasses define the model, the targets and the predictions."""
 
     def __init__(
@@ -116,61 +87,6 @@ class _BaseDPBayesianRegression(BaseEstimator):
 
     # ------------------------------------------------------------------ validation
 
-    def _check_params(self, n_samples):
-        _check_budget(epsilon=self.epsilon, delta=self.delta, sampling_rate=self.sampling_rate)
-        _warn_if_delta_meaningless(self.delta, n_samples)
-        if not is_int(self.max_iter) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}.")
-        if self.sampling_rate * n_samples < 1:
-            raise ValueError(
-                f"sampling_rate={self.sampling_rate!r} with {n_samples} samples gives an "
-                f"expected batch of {self.sampling_rate * n_samples:.2g} < 1 example; "
-                "increase sampling_rate or use more data."
-            )
-        burn_in = self._resolve_burn_in()
-        if self.max_iter - burn_in < 2:
-            raise ValueError(
-                f"burn_in={self.burn_in!r} leaves {self.max_iter - burn_in} of "
-                f"max_iter={self.max_iter} steps for post-processing; at least 2 are needed "
-                "(burn_in must be smaller than max_iter)."
-            )
-        if not (self.clip_norm == "auto" or (is_real(self.clip_norm) and self.clip_norm > 0
-                                             and math.isfinite(self.clip_norm))):
-            raise ValueError(f"clip_norm must be 'auto' or a number > 0, got {self.clip_norm!r}.")
-        for name in ("learning_rate", "learning_rate_scale", "scale_preconditioning"):
-            value = getattr(self, name)
-            if not (value == "auto" or (is_real(value) and value > 0 and math.isfinite(value))):
-                raise ValueError(f"{name} must be 'auto' or a number > 0, got {value!r}.")
-        if not is_int(self.n_mc_samples) or self.n_mc_samples < 1:
-            raise ValueError(f"n_mc_samples must be an integer >= 1, got {self.n_mc_samples!r}.")
-        if self.inference not in _INFERENCE:
-            raise ValueError(
-                f"inference must be one of {_INFERENCE}, got inference={self.inference!r}."
-            )
-        if not is_int(self.n_posterior_samples) or self.n_posterior_samples < 1:
-            raise ValueError(
-                "n_posterior_samples must be an integer >= 1, got "
-                f"{self.n_posterior_samples!r}."
-            )
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise ValueError(f"fit_intercept must be a bool, got {self.fit_intercept!r}.")
-        return burn_in
-
-    def _resolve_burn_in(self):
-        b = self.burn_in
-        if is_real(b) and not is_int(b) and 0 <= b < 1:
-            return int(b * self.max_iter)
-        if is_int(b) and 0 <= b:
-            if b >= self.max_iter:
-                raise ValueError(
-                    f"burn_in={b} must be smaller than max_iter={self.max_iter}."
-                )
-            return int(b)
-        raise ValueError(
-            "burn_in must be a fraction in [0, 1) or a number of steps in [0, max_iter), "
-            f"got burn_in={b!r}."
-        )
-
     def _validate_fit_data(self, X, y):
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=self._y_numeric,
                              accept_sparse="csr")
@@ -190,65 +106,6 @@ class _BaseDPBayesianRegression(BaseEstimator):
         result = run_dpvi(data=(X, y_model), random_state=seeds.engine, verbose=self.verbose,
                           **settings.engine)
         return self._fit_from_result(result, settings, X.shape[0], seeds)
-
-    def _fit_seeds(self):
-        """The seeds of a fit with this ``random_state`` (one draw of three numbers)."""
-        rng = check_random_state(self.random_state)
-        return _FitSeeds(*(int(s) for s in rng.randint(0, 2**31 - 1, size=3)))
-
-    def _engine_settings(self, n_samples, n_features):
-        """(a) Everything the DP-SGD engine needs for data of this shape.
-
-        Validates the parameters and computes the noise multiplier, the model, the
-        clipping norm, the learning rate and the preconditioner, all before any
-        private data is read. Only the shape of the data is used.
-
-        Returns
-        -------
-        _FitSettings
-            Its ``engine`` dict goes verbatim to :func:`~skdpvi.dpvi.run_dpvi` (one
-            fit) or :func:`~skdpvi.dpvi.run_dpvi_batched` (:meth:`_fit_batch`).
-        """
-        burn_in = self._check_params(n_samples)
-        model = self._make_model(n_features)
-        if self.inference == STATISTICS and model.data_statistics(n_samples) is None:
-            raise ValueError(
-                f"inference='statistics' needs a model with data statistics; "
-                f"{type(model).__name__} has none. Use inference='emcee'."
-            )
-        verbose = int(self.verbose)
-        start = time.perf_counter()
-        sigma, eps_achieved = noise_multiplier(
-            self.epsilon, self.delta, self.sampling_rate, int(self.max_iter)
-        )
-        _progress(verbose, 1, f"accounting: noise multiplier sigma={sigma:.5g}, certified "
-                              f"epsilon={eps_achieved:.5g} at delta={self.delta:g} "
-                              f"({time.perf_counter() - start:.1f} s)")
-        clip = self._default_clip_norm(model) if self.clip_norm == "auto" else float(self.clip_norm)
-        lam_c = (self._default_learning_rate_scale(2 * model.n_params)
-                 if self.learning_rate_scale == "auto" else float(self.learning_rate_scale))
-        lam = (heuristic_learning_rate(sigma, clip, int(self.max_iter), 2 * model.n_params, lam_c)
-               if self.learning_rate == "auto" else float(self.learning_rate))
-        beta = (_default_preconditioning(lam, int(self.max_iter), model, clip, n_samples)
-                if self.scale_preconditioning == "auto" else float(self.scale_preconditioning))
-        _progress(verbose, 2, f"DP-SGD: {int(self.max_iter)} steps, sampling rate "
-                              f"{self.sampling_rate:g} (expected batch "
-                              f"{self.sampling_rate * n_samples:.1f} rows), clip norm {clip:.4g}, "
-                              f"learning rate {lam:.4g}, scale preconditioning {beta:.4g}")
-        engine = dict(
-            model=model,
-            noise_multiplier=sigma,
-            clip_norm=clip,
-            sampling_rate=self.sampling_rate,
-            n_steps=int(self.max_iter),
-            burn_in=burn_in,
-            learning_rate=lam,
-            n_mc_samples=int(self.n_mc_samples),
-            preconditioner=beta,
-            record_trace=self.inference == STATISTICS,
-            device=self.device,
-        )
-        return _FitSettings(engine=engine, epsilon=eps_achieved)
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
         """(c) Post-process a run's release and set the fitted attributes.
@@ -372,27 +229,6 @@ class _BaseDPBayesianRegression(BaseEstimator):
             if f"coef[{j}]" in names:
                 names[names.index(f"coef[{j}]")] = f"coef[{feature}]"
         return names
-
-    # --------------------------------------------------------------------- privacy
-
-    def _dp_mechanism(self):
-        """The DP-SGD mechanism of this estimator's fit, and the delta of its budget.
-
-        Fitted: the mechanism that ran. Unfitted: the one a fit with the current
-        parameters would run, its noise multiplier from the accountant. Through this
-        method :func:`skdpvi.accounting.total_privacy_spent` accounts every candidate
-        of a model search without fitting it.
-
-        Returns
-        -------
-        mechanism : skdpvi.accounting.DPSGDMechanism
-        delta : float
-        """
-        if hasattr(self, "noise_multiplier_"):
-            return (DPSGDMechanism(self.noise_multiplier_, self.sampling_rate, self.n_iter_),
-                    self.delta_)
-        sigma, _ = noise_multiplier(self.epsilon, self.delta, self.sampling_rate, self.max_iter)
-        return DPSGDMechanism(sigma, self.sampling_rate, self.max_iter), self.delta
 
     # ------------------------------------------------------------------- posterior
 
