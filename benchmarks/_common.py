@@ -20,7 +20,7 @@ from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from skdpvi.dpvi.schedule import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
-from skdpvi.noise_aware import sample_phi_star, statistics_posterior
+from skdpvi.noise_aware import coupled_means, sample_phi_star, statistics_posterior
 from skdpvi.posterior import NoiseAwarePosterior
 
 METHODS = ("emcee", "exact", "exact_kendall", "laplace", "last_iterate")
@@ -63,9 +63,13 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
             diagnostics["scale_relative_sd"] = diag.get("scale_relative_sd")
             posteriors[method] = NoiseAwarePosterior.from_components(components, model, method)
             continue
-        backend = "exact" if method.startswith("exact") else method
+        backend = "exact" if method.startswith("exact") else method.split("+")[0]
         phi, _ = sample_phi_star(res, backend, n_draws, random_state=seed + k,
                                  curvature_bias_correction=method == "exact_kendall")
+        if method.endswith("+coupled"):
+            phi, _ = coupled_means(phi, res.stats, n_means=model.n_params,
+                                   learning_rate=res.learning_rate, noise_std=res.noise_std,
+                                   random_state=seed + k)
         posteriors[method] = NoiseAwarePosterior(phi, model, backend)
     return posteriors, diagnostics
 

@@ -236,6 +236,16 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
         phi = known_curvature_means(result, model, phi, np.random.default_rng(0))
         return NoiseAwarePosterior(phi, model, base).sample(
             n_draws, random_state=0, unconstrained=True)
+    if method.endswith("+coupled"):
+        from skdpvi.noise_aware.coupling import coupled_means
+
+        base = method.split("+")[0]
+        phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
+        phi, _ = coupled_means(phi, result.stats, n_means=model.n_params,
+                               learning_rate=result.learning_rate, noise_std=result.noise_std,
+                               random_state=0)
+        return NoiseAwarePosterior(phi, model, base).sample(
+            n_draws, random_state=0, unconstrained=True)
     if "+spread" in method:
         base, *variants = method.split("+")
         phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
@@ -341,7 +351,8 @@ def main():
         model, epsilon=args.epsilon, clip_norm=math.sqrt(model.n_params) * args.clip_mult,
         n_steps=10_000, sampling_rate=0.1, delta=1e-5, burn_in=args.burn_in, preconditioner=None,
         learning_rate_scale=est._default_learning_rate_scale(2 * model.n_params) * args.lr_mult,
-        n_examples=n_examples, record_trace=any(m == "statistics" or "+" in m for m in args.methods))
+        n_examples=n_examples, record_trace=any(m == "statistics" or ("+" in m and not m.endswith("+coupled"))
+                         for m in args.methods))
     if args.burn_in_step != 1 or args.recording_step != 1:
         p = model.n_params
         settings["step_scales"] = tuple(np.r_[np.full(p, m), np.ones(p)]

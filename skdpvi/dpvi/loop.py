@@ -238,14 +238,15 @@ class _Engine:
         ``runs`` index the lead axes of phi: ``[()]`` for one run,
         ``[(0,), ..., (R - 1,)]`` for R runs.
         """
-        sums, shift = recorder.finish(phi)
+        sums, shift, cross = recorder.finish(phi)
         phi = phi.cpu().numpy()
         n_clipped, n_seen = counts
         results = []
         for run in runs:
             behind = (slice(None), *run)  # the run of an array with a leading step axis
             results.append(_result(
-                phi[run], sums[(slice(None), slice(None), *run)], shift[run], self.plan,
+                phi[run], sums[(slice(None), slice(None), *run)], shift[run], cross[run],
+                self.plan,
                 None if recorder.trace_phi is None else recorder.trace_phi[behind],
                 None if recorder.trace_grad is None else recorder.trace_grad[behind],
                 (float(n_clipped[run]), float(n_seen[run])) if self.return_diagnostics

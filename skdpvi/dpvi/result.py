@@ -52,8 +52,8 @@ class DPVIResult:
         return self.noise_multiplier * self.clip_norm / self.preconditioner
 
 
-def _result(phi, sums, shift, plan, trace_phi, trace_grad, clip_counts, *, noise_multiplier,
-            clip_norm, sampling_rate, n_steps, burn_in):
+def _result(phi, sums, shift, cross, plan, trace_phi, trace_grad, clip_counts, *,
+            noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in):
     """Assemble the DPVIResult of one run; ``clip_counts`` = (clipped, seen) or None."""
     diagnostics = {}
     if clip_counts is not None:
@@ -62,7 +62,7 @@ def _result(phi, sums, shift, plan, trace_phi, trace_grad, clip_counts, *, noise
         diagnostics["mean_batch_size"] = n_seen / n_steps
     return DPVIResult(
         phi=phi,
-        stats=_statistics(sums, shift, n_steps - burn_in),
+        stats=_statistics(sums, shift, n_steps - burn_in, cross),
         noise_multiplier=float(noise_multiplier),
         clip_norm=float(clip_norm),
         sampling_rate=float(sampling_rate),

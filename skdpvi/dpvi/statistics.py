@@ -1,4 +1,4 @@
-"""What a run keeps of its trace: six per-coordinate running sums, not the trace.
+"""What a run keeps of its trace: running sums, not the trace.
 
 Only the released pairs (phi_t, g_tilde_{t+1}) after burn-in enter the noise-aware
 post-processing, through the sums of :class:`TraceStatistics`, so its cost does not
@@ -24,6 +24,9 @@ class TraceStatistics:
     ``sum_gx = sum g * x_t``; ``count`` pairs in total. ``halves``, when present, holds
     the same sums over the first and the second half of the window (same ``shift``),
     for the split-window check of :func:`~skdpvi.noise_aware.split_window_test`.
+    ``sum_xxt``, when present, is the (d, d) matrix ``sum x_t x_t^T`` (its diagonal is
+    ``sum_xx``): the covariance of the wander, which the coupled error model of the
+    means reads (:func:`~skdpvi.noise_aware.coupled_means`).
     """
 
     count: int
@@ -34,6 +37,7 @@ class TraceStatistics:
     sum_gg: np.ndarray
     sum_gx: np.ndarray
     halves: tuple = None
+    sum_xxt: np.ndarray = None
 
     @classmethod
     def from_trace(cls, phi, grads, burn_in):
@@ -65,7 +69,7 @@ class TraceStatistics:
 
         mid = len(g) // 2
         halves = (cls(**sums(slice(0, mid))), cls(**sums(slice(mid, None))))
-        return cls(**sums(slice(None)), halves=halves)
+        return cls(**sums(slice(None)), halves=halves, sum_xxt=x.T @ x)
 
     @property
     def dim(self):
@@ -92,7 +96,15 @@ class TraceStatistics:
             sum_gx=self.sum_gx - o * self.sum_x,
             halves=None if self.halves is None
             else tuple(h.with_gradients_shifted(o) for h in self.halves),
+            sum_xxt=None if self.sum_xxt is None else self.sum_xxt.copy(),
         )
+
+    def wander_covariance(self):
+        """The (d, d) covariance of phi_t over the recording window (needs ``sum_xxt``)."""
+        if self.sum_xxt is None:
+            raise ValueError("These statistics have no cross sums (sum_xxt).")
+        mean = self.sum_x / self.count
+        return (self.sum_xxt - self.count * np.outer(mean, mean)) / max(self.count - 1, 1)
 
     def check_finite(self):
         for name in ("shift", "sum_x", "sum_xx", "sum_g", "sum_gg", "sum_gx"):
@@ -119,6 +131,7 @@ class _TraceRecorder:
         self.grad = torch.empty((block, *lead, d), dtype=torch.float64, device=device)
         # the sums over the first and the second half of the recording window
         self.sums = torch.zeros((2, 5, *lead, d), dtype=torch.float64, device=device)
+        self.cross = torch.zeros((*lead, d, d), dtype=torch.float64, device=device)
         self.mid = burn_in + (n_steps - burn_in) // 2
         self.shift = None
         self.trace_phi = np.empty((n_steps + 1, *lead, d)) if record_trace else None
@@ -134,6 +147,8 @@ class _TraceRecorder:
             return
         if self.shift is None:
             self.shift = self.phi[first - start].clone()
+        x = self.phi[first - start: stop - start] - self.shift
+        self.cross.add_(torch.einsum("t...i,t...j->...ij", x, x))
         for half, (lo, hi) in enumerate(((first, min(stop, self.mid)),
                                          (max(first, self.mid), stop))):
             if lo >= hi:
@@ -144,14 +159,15 @@ class _TraceRecorder:
                                               (g * g).sum(0), (g * x).sum(0)]))
 
     def finish(self, phi):
-        """Store the last iterate; return (sums (2, 5, *lead, d), shift) as arrays."""
+        """Store the last iterate; return (sums (2, 5, *lead, d), shift, cross) as arrays."""
         if self.trace_phi is not None:
             self.trace_phi[self.n_steps] = phi.cpu().numpy()
-        return self.sums.cpu().numpy(), self.shift.cpu().numpy()
+        return self.sums.cpu().numpy(), self.shift.cpu().numpy(), self.cross.cpu().numpy()
 
 
-def _statistics(sums, shift, count):
-    """The :class:`TraceStatistics` of the sums (2, 5, d) a :class:`_TraceRecorder` returns."""
+def _statistics(sums, shift, count, cross=None):
+    """The :class:`TraceStatistics` of the sums (2, 5, d) and the cross sums (d, d) a
+    :class:`_TraceRecorder` returns."""
     first = count // 2
     halves = tuple(
         TraceStatistics(count=n, shift=shift, sum_x=part[0], sum_xx=part[1], sum_g=part[2],
@@ -160,4 +176,5 @@ def _statistics(sums, shift, count):
     )
     total = sums[0] + sums[1]
     return TraceStatistics(count=count, shift=shift, sum_x=total[0], sum_xx=total[1],
-                           sum_g=total[2], sum_gg=total[3], sum_gx=total[4], halves=halves)
+                           sum_g=total[2], sum_gg=total[3], sum_gx=total[4], halves=halves,
+                           sum_xxt=cross)

@@ -23,6 +23,10 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
 :mod:`~skdpvi.noise_aware.sampling`
     :func:`sample_phi_star`: builds the model of a run and draws phi* with the
     backend named by ``method``; warns when the split-window test fails.
+:mod:`~skdpvi.noise_aware.coupling`
+    :func:`coupled_means`: redraws the mean coordinates of phi* with a dense error
+    model read off the covariance of the wander (:func:`wander_curvature`), where
+    the diagonal model treats coupled coordinates as independent.
 
 ``INFERENCE_METHODS`` is the tuple of registered backend names, in registration
 order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registered.
@@ -30,6 +34,7 @@ order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registe
 
 from .backends import CoordinatewiseStretchMove, backend_names, register_backend
 from .convergence import split_window_test
+from .coupling import coupled_means, wander_curvature
 from .gradient_model import GradientModel
 from .sampling import sample_phi_star
 from .statistics import statistics_posterior
@@ -39,6 +44,8 @@ __all__ = [
     "sample_phi_star",
     "statistics_posterior",
     "split_window_test",
+    "coupled_means",
+    "wander_curvature",
     "INFERENCE_METHODS",
     "CoordinatewiseStretchMove",
     "register_backend",

@@ -84,7 +84,7 @@ def test_engine_gives_the_same_run_on_the_glm_and_the_dense_path(monkeypatch):
                                rtol=1e-3, atol=1e-3)
 
 
-def test_half_window_sums_match_the_recorded_trace_single_and_batched():
+def test_half_window_and_cross_sums_match_the_recorded_trace_single_and_batched():
     # the split-window test reads the sums per half of the recording window; they
     # must be those of the trace's halves, and a lockstep run's must equal its own
     from skdpvi.dpvi import run_dpvi_batched
@@ -102,9 +102,14 @@ def test_half_window_sums_match_the_recorded_trace_single_and_batched():
         for got, want in [(res.stats, ref), *zip(res.stats.halves, ref.halves)]:
             np.testing.assert_allclose(getattr(got, name), getattr(want, name),
                                        rtol=1e-7, atol=1e-7)
+    # the cross sums of the coupled error model: sum x x^T over the whole window
+    np.testing.assert_allclose(res.stats.sum_xxt, ref.sum_xxt, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(res.stats.wander_covariance(),
+                               np.cov(res.trace_phi[res.burn_in:-1].T), rtol=1e-9, atol=1e-12)
     batched = run_dpvi_batched(model, [(X, y), (X, 1 - y)], random_states=[1, 2], **kwargs)
     for got, want in zip(batched[0].stats.halves, res.stats.halves):
         np.testing.assert_allclose(got.sum_gx, want.sum_gx, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(batched[0].stats.sum_xxt, res.stats.sum_xxt, rtol=1e-5, atol=1e-6)
 
 
 def test_step_scales_set_the_step_before_and_after_burn_in_single_and_batched():
