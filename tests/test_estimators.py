@@ -406,3 +406,22 @@ def test_logistic_convergence_warning_fires_on_a_run_stopped_too_early():
         settled = DPBayesianLogisticRegression(epsilon=10.0, inference="exact",
                                                random_state=0).fit(X, y)
     assert settled.inference_diagnostics_["split_p_value"] > 1e-3
+
+
+def test_logistic_coupled_error_model_changes_only_the_means_and_is_validated():
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=2000, n_features=3, n_informative=3, n_redundant=0,
+                               random_state=0)
+    kw = dict(max_iter=800, inference="exact", n_posterior_samples=300, random_state=0)
+    diag = DPBayesianLogisticRegression(**kw).fit(X, y)
+    coupled = DPBayesianLogisticRegression(error_model="coupled", **kw).fit(X, y)
+    # same DP-SGD run (same release), different draws of the means only
+    np.testing.assert_array_equal(diag.dpvi_result_.phi, coupled.dpvi_result_.phi)
+    d, c = diag.posterior_.phi_star, coupled.posterior_.phi_star
+    np.testing.assert_array_equal(d[:, 4:], c[:, 4:])
+    assert not np.allclose(d[:, :4], c[:, :4])
+    again = DPBayesianLogisticRegression(error_model="coupled", **kw).fit(X, y)
+    np.testing.assert_array_equal(again.posterior_.phi_star, c)
+    with pytest.raises(ValueError, match="error_model"):
+        DPBayesianLogisticRegression(error_model="dense", max_iter=50).fit(X, y)

@@ -138,6 +138,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         else:
             phi_star, diagnostics = sample_phi_star(
                 result, self.inference, int(self.n_posterior_samples), random_state=seeds.post)
+            phi_star = self._refine_phi_star(phi_star, result, model, seeds.post)
             self.posterior_ = NoiseAwarePosterior(phi_star, model, self.inference)
             what = "draws of phi*"
         _progress(verbose, 1, f"post-processing: inference={self.inference!r}, "
@@ -210,13 +211,17 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         """Validated ``(X, y_model)`` for the engine; sets ``n_features_in_`` & co."""
         raise NotImplementedError
 
+    def _refine_phi_star(self, phi_star, result, model, seed):
+        """Draws of phi* after the backend's (a subclass may remodel them)."""
+        return phi_star
+
     def _batch_fit_supported(self):
         """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass
         outside skdpvi overrides the fitting."""
         cls = type(self)
         return all(getattr(cls, name).__module__.startswith("skdpvi.linear_model")
                    for name in ("fit", "_fit", "_fit_inputs", "_fit_from_result",
-                                "_engine_settings"))
+                                "_engine_settings", "_refine_phi_star"))
 
     def _named_params(self, model_names):
         """The model's parameter names, ``coef[j]`` renamed ``coef[<feature j>]``.

@@ -8,7 +8,11 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
+from ..noise_aware import coupled_means
 from ._base import _BaseDPBayesianRegression
+
+
+_ERROR_MODELS = ("diagonal", "coupled")
 
 
 class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
@@ -70,6 +74,16 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         coupled coefficients poorly (see the user guide's inference backends).
     n_posterior_samples : int, default=1000
         Draws of phi* forming the mixture posterior, and draws used for predictions.
+    error_model : {"diagonal", "coupled"}, default="diagonal"
+        How the errors of the optimum phi* of the variational means are modelled
+        with ``inference`` "emcee", "exact" or "laplace". "diagonal": the paper's
+        gradient model, one coordinate at a time, errors independent. "coupled": the
+        backend's draws of the means are replaced by the dense error model that the
+        covariance of the released trace's wander implies
+        (:func:`~skdpvi.noise_aware.coupled_means`): coupled coefficients err
+        together, as they do whenever features are correlated or the curvature
+        p(1 - p) x x^T couples them. Post-processing only (no privacy cost); see
+        the results page for where each is better calibrated.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept.
     fit_intercept : bool, default=True
@@ -138,8 +152,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
     def __init__(self, *, epsilon=1.0, delta=1e-5, max_iter=10_000, sampling_rate=0.1,
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
                  scale_preconditioning="auto", n_mc_samples=10, burn_in=0.2,
-                 inference="emcee", n_posterior_samples=1000, prior_scale=1.0,
-                 fit_intercept=True, device="cpu", random_state=None, verbose=0):
+                 inference="emcee", n_posterior_samples=1000, error_model="diagonal",
+                 prior_scale=1.0, fit_intercept=True, device="cpu", random_state=None,
+                 verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
@@ -149,6 +164,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
             fit_intercept=fit_intercept, device=device, random_state=random_state,
             verbose=verbose,
         )
+        self.error_model = error_model
         self.prior_scale = prior_scale
 
     @staticmethod
@@ -158,7 +174,18 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
     def _make_model(self, n_features):
         if not (isinstance(self.prior_scale, (int, float, np.floating)) and self.prior_scale > 0):
             raise ValueError(f"prior_scale must be a number > 0, got {self.prior_scale!r}.")
+        if self.error_model not in _ERROR_MODELS:
+            raise ValueError(f"error_model must be one of {_ERROR_MODELS}, got "
+                             f"error_model={self.error_model!r}.")
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
+
+    def _refine_phi_star(self, phi_star, result, model, seed):
+        if self.error_model != "coupled" or self.inference == "last_iterate":
+            return phi_star
+        phi_star, _ = coupled_means(phi_star, result.stats, n_means=model.n_params,
+                                    learning_rate=result.learning_rate,
+                                    noise_std=result.noise_std, random_state=seed)
+        return phi_star
 
     def _default_clip_norm(self, model):
         return 2.0 * math.sqrt(model.n_params)
