@@ -147,13 +147,13 @@ class _TraceRecorder:
             return
         if self.shift is None:
             self.shift = self.phi[first - start].clone()
-        x = self.phi[first - start: stop - start] - self.shift
-        self.cross.add_(torch.einsum("t...i,t...j->...ij", x, x))
+        xs = self.phi[first - start: stop - start] - self.shift  # centred once per block
+        self.cross.add_(torch.einsum("t...i,t...j->...ij", xs, xs))
         for half, (lo, hi) in enumerate(((first, min(stop, self.mid)),
                                          (max(first, self.mid), stop))):
             if lo >= hi:
                 continue
-            x = self.phi[lo - start: hi - start] - self.shift
+            x = xs[lo - first: hi - first]
             g = self.grad[lo - start: hi - start]
             self.sums[half].add_(torch.stack([x.sum(0), (x * x).sum(0), g.sum(0),
                                               (g * g).sum(0), (g * x).sum(0)]))
