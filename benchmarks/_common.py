@@ -20,7 +20,8 @@ from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from skdpvi.dpvi.schedule import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
-from skdpvi.noise_aware import coupled_means, sample_phi_star, statistics_posterior
+from skdpvi.noise_aware import (coupled_means, linear_response_posterior, sample_phi_star,
+                                statistics_posterior)
 from skdpvi.posterior import NoiseAwarePosterior
 
 METHODS = ("emcee", "exact", "exact_kendall", "laplace", "last_iterate")
@@ -70,6 +71,14 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
             phi, _ = coupled_means(phi, res.stats, n_means=model.n_params,
                                    learning_rate=res.learning_rate, noise_std=res.noise_std,
                                    random_state=seed + k)
+        if method.endswith("+dense"):
+            components, _ = linear_response_posterior(
+                res.stats, n_means=model.n_params, learning_rate=res.learning_rate,
+                noise_std=res.noise_std, sampling_rate=res.sampling_rate,
+                prior_scale=getattr(model, "prior_scale", 1.0), n_components=len(phi),
+                random_state=seed + k)
+            posteriors[method] = NoiseAwarePosterior.from_components(components, model, method)
+            continue
         posteriors[method] = NoiseAwarePosterior(phi, model, backend)
     return posteriors, diagnostics
 

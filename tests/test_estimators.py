@@ -424,4 +424,31 @@ def test_logistic_coupled_error_model_changes_only_the_means_and_is_validated():
     again = DPBayesianLogisticRegression(error_model="coupled", **kw).fit(X, y)
     np.testing.assert_array_equal(again.posterior_.phi_star, c)
     with pytest.raises(ValueError, match="error_model"):
-        DPBayesianLogisticRegression(error_model="dense", max_iter=50).fit(X, y)
+        DPBayesianLogisticRegression(error_model="full", max_iter=50).fit(X, y)
+
+
+def test_logistic_dense_error_model_gives_linear_response_components():
+    from sklearn.datasets import make_classification
+
+    from skdpvi.models.components import GaussianComponents
+
+    # two strongly correlated features: the posterior of their coefficients is
+    # negatively correlated, which mean-field components cannot show
+    X, y = make_classification(n_samples=3000, n_features=2, n_informative=2, n_redundant=0,
+                               random_state=0)
+    X = np.c_[X[:, 0], X[:, 0] + 0.3 * X[:, 1]]
+    kw = dict(max_iter=2000, n_posterior_samples=400, random_state=0)
+    diag = DPBayesianLogisticRegression(**kw).fit(X, y)
+    dense = DPBayesianLogisticRegression(error_model="dense", **kw).fit(X, y)
+    np.testing.assert_array_equal(diag.dpvi_result_.phi, dense.dpvi_result_.phi)
+    assert isinstance(dense.posterior_.components, GaussianComponents)
+    draws = dense.sample_posterior(4000, random_state=0)
+    assert np.corrcoef(draws[:, 0], draws[:, 1])[0, 1] < -0.5
+    assert abs(np.corrcoef(*diag.sample_posterior(4000, random_state=0)[:, :2].T)[0, 1]) < \
+        abs(np.corrcoef(draws[:, 0], draws[:, 1])[0, 1])
+    again = DPBayesianLogisticRegression(error_model="dense", **kw).fit(X, y)
+    np.testing.assert_array_equal(again.sample_posterior(10, random_state=1),
+                                  dense.sample_posterior(10, random_state=1))
+    batch = DPBayesianLogisticRegression(error_model="dense", **kw)._fit_batch(
+        [(X, y)], [0])[0]
+    np.testing.assert_allclose(batch.coef_, dense.coef_, rtol=1e-5, atol=1e-6)

@@ -228,8 +228,192 @@ def known_curvature_means(result, model, phi, rng):
     return out
 
 
+def released_hessian(result, model, X, fraction, rng):
+    """H = sum_i E_q[p_i (1 - p_i)] x_i x_i^T at the trace mean, optionally noised.
+
+    ``fraction`` 0: exact (an oracle, not private). Else the Gaussian mechanism on the
+    per-example matrices clipped to Frobenius norm C_H = clip_norm^2 / 8, with noise
+    multiplier 1 / (sqrt(fraction) mu), mu the DP-SGD run's Gaussian-DP parameter
+    (the release takes ``fraction`` of mu^2). Returns (H, entry noise sd).
+    """
+    p = model.n_params
+    Xa = np.c_[X, np.ones(len(X))]
+    mu = result.stats.shift[:p] + result.stats.sum_x[:p] / result.stats.count
+    s = np.logaddexp(0, result.stats.shift[p:] + result.stats.sum_x[p:] / result.stats.count)
+    m, v = Xa @ mu, (Xa**2) @ s**2
+    nodes, weights = np.polynomial.hermite_e.hermegauss(12)
+    prob = 1 / (1 + np.exp(-(m[:, None] + np.sqrt(v)[:, None] * nodes)))
+    w = (prob * (1 - prob)) @ (weights / weights.sum())
+    if not fraction:
+        return (Xa * w[:, None]).T @ Xa, 0.0
+    c_h = result.clip_norm**2 / 8
+    w = w * np.minimum(1.0, c_h / (w * (Xa**2).sum(1)))
+    q, T, sigma = result.sampling_rate, result.n_steps, result.noise_multiplier
+    mu_gdp = q * math.sqrt(T * math.expm1(1 / sigma**2))
+    sd = c_h / (math.sqrt(fraction) * mu_gdp)
+    E = rng.standard_normal((p, p)) * sd
+    E = np.triu(E) + np.triu(E, 1).T
+    return (Xa * w[:, None]).T @ Xa + E, sd
+
+
+def hessian_components(result, model, phi, X, fraction, rng, n_unique=100):
+    """Gaussian components N(mu_m, (H_m + I / tau^2)^-1): linear-response covariance."""
+    from skdpvi.models.components import GaussianComponents
+
+    p = model.n_params
+    H, sd = released_hessian(result, model, X, fraction, rng)
+    prec = np.eye(p) / model.prior_scale**2
+    chols = []
+    for _ in range(n_unique if sd else 1):
+        Hk = H
+        if sd:
+            E = rng.standard_normal((p, p)) * sd
+            Hk = H + np.triu(E) + np.triu(E, 1).T
+        lam, U = np.linalg.eigh(Hk)
+        cov = (U / (np.maximum(lam, 0) + 1 / model.prior_scale**2)) @ U.T
+        chols.append(np.linalg.cholesky(cov + 1e-12 * np.eye(p)))
+    chols = np.array(chols)[np.arange(len(phi)) % len(chols)]
+    del prec
+    return GaussianComponents(phi[:, :p], chols)
+
+
+def _ou_ratio(N):
+    """E[sample variance] of an OU path over N relaxation times, in units of n s^2 / 6."""
+    N = np.asarray(N, float)
+    small = N < 1e-3
+    Ns = np.where(small, 1.0, N)
+    r = 3 / Ns * (1 - 2 / Ns + 2 * -np.expm1(-Ns) / Ns**2)
+    return np.where(small, 1 - N / 4, r)
+
+
+def ou_curvature(S, gamma, q, n, floor):
+    """Curvature per eigen-direction of the wander, corrected for the finite window."""
+    from scipy.optimize import brentq
+
+    g = float(np.exp(np.mean(np.log(gamma))))
+    s2 = g**2 * float(np.exp(np.mean(np.log(q))))
+    lam, U = np.linalg.eigh(S)
+    r = lam / (n * s2 / 6)
+    N = np.array([0.0 if ri >= 1 else brentq(lambda x: _ou_ratio(x) - ri, 1e-6, 1e7)
+                  for ri in r])
+    k = np.maximum(N / (g * n), floor)
+    return (U * k) @ U.T
+
+
+def ou_bayes_posterior(result, model, n_draws, rng, n_grid=400):
+    """Dense components with the curvature's uncertainty per eigen-direction of the wander.
+
+    In the eigenbasis U of the means' wander covariance (isotropic steps and noise:
+    the curvature shares it), each direction's sample variance, in units of the
+    random-walk level n gamma^2 q / 6, is r ~ r(N) chi2_nu / nu with N = gamma k n
+    the relaxation times in the window and nu = N + 2.5; N gets a log-uniform prior
+    from the prior's own curvature up, and each draw of N gives that direction's
+    curvature k, its linear-response variance kappa / k and the error of its mean
+    (x_bar - g_bar / k, variance q / (n k^2), with the N(x_bar, 1) prior of phi*).
+    """
+    from scipy.special import gammaln
+    from skdpvi.models.components import GaussianComponents
+
+    p, st = model.n_params, result.stats
+    n, kappa = st.count, result.sampling_rate
+    q = float(np.exp(np.mean(np.log(np.asarray(result.noise_std, float)[:p] ** 2))))
+    g = float(np.exp(np.mean(np.log(np.asarray(result.learning_rate, float)[:p]))))
+    prec0 = 1 / model.prior_scale**2
+    lam, U = np.linalg.eigh(st.wander_covariance()[:p, :p])
+    r = lam / (n * g**2 * q / 6)
+    n_floor = g * n * kappa * prec0
+    grid = np.exp(np.linspace(np.log(n_floor), np.log(max(1e4, 100 * n_floor)), n_grid))
+    mean_r = _ou_ratio(grid)
+    nu = grid + 2.5
+    loglik = ((nu[None] / 2 - 1) * np.log(r[:, None]) - nu[None] / 2 * r[:, None] / mean_r[None]
+              - nu[None] / 2 * np.log(mean_r[None]) + nu[None] / 2 * np.log(nu[None] / 2)
+              - gammaln(nu[None] / 2))
+    w = np.exp(loglik - loglik.max(1, keepdims=True))
+    cdf = np.cumsum(w, 1) / w.sum(1, keepdims=True)
+    u = rng.random((n_draws, p))
+    idx = np.array([np.searchsorted(cdf[i], u[:, i]) for i in range(p)]).T
+    k = grid[np.minimum(idx, n_grid - 1)] / (g * n)          # (M, p)
+    xu = U.T @ (st.shift[:p] + st.sum_x[:p] / n)
+    gu = U.T @ (st.sum_g[:p] / n)
+    err = q / (n * k**2)
+    v = 1 / (1 / err + prec0 * 0 + 1 / model.prior_scale**2)
+    m = v * ((xu - gu / k) / err + xu / model.prior_scale**2)
+    means_u = m + np.sqrt(v) * rng.standard_normal((n_draws, p))
+    chol = U[None] * np.sqrt(kappa / k)[:, None, :]
+    return GaussianComponents(means_u @ U.T, chol)
+
+
+def dense_posterior(result, model, X, variant, n_draws, rng):
+    """Means from the dense error model and linear-response components, one curvature K.
+
+    ``variant``: "oracle" (K = kappa (H + I / tau^2) with the true H at the trace
+    mean: not private), "wander" (K from the wander covariance, as
+    :func:`~skdpvi.noise_aware.coupled_means`), "wanderdf" (the same with the
+    Dickey-Fuller-type bias 4 / (gamma n) removed per eigen-direction of Gamma K and
+    floored at the prior's kappa / tau^2).
+    """
+    from skdpvi.models.components import GaussianComponents
+    from skdpvi.noise_aware.coupling import wander_curvature
+
+    p, st = model.n_params, result.stats
+    n, kappa = st.count, result.sampling_rate
+    prec0 = 1 / model.prior_scale**2
+    x_bar = st.shift[:p] + st.sum_x[:p] / n
+    g_bar = st.sum_g[:p] / n
+    q = np.asarray(result.noise_std, float)[:p] ** 2
+    gamma = np.asarray(result.learning_rate, float)[:p]
+    if variant == "oracle":
+        H, _ = released_hessian(result, model, X, 0, None)
+        K = kappa * (H + prec0 * np.eye(p))
+    else:
+        K = wander_curvature(st.wander_covariance()[:p, :p], gamma, q)
+        if variant == "wanderdf":
+            g = np.sqrt(gamma)
+            lam, U = np.linalg.eigh(g[:, None] * K * g[None, :])
+            lam = np.maximum(lam - 4.0 / n, np.min(gamma) * kappa * prec0)
+            K = (U * lam) @ U.T / g[:, None] / g[None, :]
+        elif variant == "ou":
+            K = ou_curvature(st.wander_covariance()[:p, :p], gamma, q, n, kappa * prec0)
+    K = 0.5 * (K + K.T)
+    K_inv = np.linalg.inv(K)
+    estimate = x_bar - K_inv @ g_bar
+    cov = K_inv @ (q[:, None] * K_inv) / n
+    post_cov = np.linalg.inv(np.linalg.inv(cov) + np.eye(p) / model.prior_scale**2)
+    post_cov = 0.5 * (post_cov + post_cov.T)
+    post_mean = post_cov @ (np.linalg.solve(cov, estimate) + x_bar / model.prior_scale**2)
+    means = post_mean + rng.standard_normal((n_draws, p)) @ np.linalg.cholesky(post_cov).T
+    comp_cov = kappa * K_inv
+    return GaussianComponents(means, np.linalg.cholesky(0.5 * (comp_cov + comp_cov.T)))
+
+
 def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
     """Unconstrained posterior draws of one run by one backend."""
+    if method.endswith("+dense"):  # the package's error_model="dense"
+        from skdpvi.noise_aware import linear_response_posterior
+
+        comps, _ = linear_response_posterior(
+            result.stats, n_means=model.n_params, learning_rate=result.learning_rate,
+            noise_std=result.noise_std, sampling_rate=result.sampling_rate,
+            prior_scale=model.prior_scale, n_components=n_draws, random_state=0)
+        return NoiseAwarePosterior.from_components(comps, model, method).sample(
+            n_draws, random_state=0, unconstrained=True)
+    if method == "dense+oubayes":
+        comps = ou_bayes_posterior(result, model, n_draws, np.random.default_rng(0))
+        return NoiseAwarePosterior.from_components(comps, model, method).sample(
+            n_draws, random_state=0, unconstrained=True)
+    if method.startswith("dense+"):
+        comps = dense_posterior(result, model, X, method[6:], n_draws,
+                                np.random.default_rng(0))
+        return NoiseAwarePosterior.from_components(comps, model, method).sample(
+            n_draws, random_state=0, unconstrained=True)
+    if "+hess" in method:
+        base, variant = method.split("+")
+        fraction = float(variant[4:] or 0)
+        phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
+        comps = hessian_components(result, model, phi, X, fraction,
+                                   np.random.default_rng(0))
+        return NoiseAwarePosterior.from_components(comps, model, method).sample(
+            n_draws, random_state=0, unconstrained=True)
     if method.endswith("+knowna"):
         base = method.split("+")[0]
         phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
@@ -351,7 +535,9 @@ def main():
         model, epsilon=args.epsilon, clip_norm=math.sqrt(model.n_params) * args.clip_mult,
         n_steps=10_000, sampling_rate=0.1, delta=1e-5, burn_in=args.burn_in, preconditioner=None,
         learning_rate_scale=est._default_learning_rate_scale(2 * model.n_params) * args.lr_mult,
-        n_examples=n_examples, record_trace=any(m == "statistics" or ("+" in m and not m.endswith("+coupled"))
+        n_examples=n_examples, record_trace=any(m == "statistics" or ("+" in m and not m.endswith("+coupled") and "+hess" not in m
+                         and not m.startswith("dense+")
+                         and not m.endswith("+dense"))
                          for m in args.methods))
     if args.burn_in_step != 1 or args.recording_step != 1:
         p = model.n_params

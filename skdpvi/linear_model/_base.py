@@ -138,8 +138,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         else:
             phi_star, diagnostics = sample_phi_star(
                 result, self.inference, int(self.n_posterior_samples), random_state=seeds.post)
-            phi_star = self._refine_phi_star(phi_star, result, model, seeds.post)
-            self.posterior_ = NoiseAwarePosterior(phi_star, model, self.inference)
+            self.posterior_ = self._posterior_from_draws(phi_star, result, model, seeds.post)
             what = "draws of phi*"
         _progress(verbose, 1, f"post-processing: inference={self.inference!r}, "
                               f"{int(self.n_posterior_samples)} {what} "
@@ -211,9 +210,10 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         """Validated ``(X, y_model)`` for the engine; sets ``n_features_in_`` & co."""
         raise NotImplementedError
 
-    def _refine_phi_star(self, phi_star, result, model, seed):
-        """Draws of phi* after the backend's (a subclass may remodel them)."""
-        return phi_star
+    def _posterior_from_draws(self, phi_star, result, model, seed):
+        """The mixture posterior from the backend's draws of phi* (a subclass may
+        remodel them)."""
+        return NoiseAwarePosterior(phi_star, model, self.inference)
 
     def _batch_fit_supported(self):
         """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass
@@ -221,7 +221,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         cls = type(self)
         return all(getattr(cls, name).__module__.startswith("skdpvi.linear_model")
                    for name in ("fit", "_fit", "_fit_inputs", "_fit_from_result",
-                                "_engine_settings", "_refine_phi_star"))
+                                "_engine_settings", "_posterior_from_draws"))
 
     def _named_params(self, model_names):
         """The model's parameter names, ``coef[j]`` renamed ``coef[<feature j>]``.

@@ -8,11 +8,12 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
-from ..noise_aware import coupled_means
+from ..noise_aware import coupled_means, linear_response_posterior
+from ..posterior import NoiseAwarePosterior
 from ._base import _BaseDPBayesianRegression
 
 
-_ERROR_MODELS = ("diagonal", "coupled")
+_ERROR_MODELS = ("diagonal", "coupled", "dense")
 
 
 class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
@@ -179,13 +180,18 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                              f"error_model={self.error_model!r}.")
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
 
-    def _refine_phi_star(self, phi_star, result, model, seed):
-        if self.error_model != "coupled" or self.inference == "last_iterate":
-            return phi_star
-        phi_star, _ = coupled_means(phi_star, result.stats, n_means=model.n_params,
-                                    learning_rate=result.learning_rate,
-                                    noise_std=result.noise_std, random_state=seed)
-        return phi_star
+    def _posterior_from_draws(self, phi_star, result, model, seed):
+        if self.error_model == "diagonal" or self.inference == "last_iterate":
+            return NoiseAwarePosterior(phi_star, model, self.inference)
+        settings = dict(n_means=model.n_params, learning_rate=result.learning_rate,
+                        noise_std=result.noise_std, random_state=seed)
+        if self.error_model == "coupled":
+            phi_star, _ = coupled_means(phi_star, result.stats, **settings)
+            return NoiseAwarePosterior(phi_star, model, self.inference)
+        components, _ = linear_response_posterior(
+            result.stats, sampling_rate=result.sampling_rate, prior_scale=self.prior_scale,
+            n_components=len(phi_star), **settings)
+        return NoiseAwarePosterior.from_components(components, model, self.inference)
 
     def _default_clip_norm(self, model):
         return 2.0 * math.sqrt(model.n_params)

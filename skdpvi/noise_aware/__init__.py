@@ -27,6 +27,11 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
     :func:`coupled_means`: redraws the mean coordinates of phi* with a dense error
     model read off the covariance of the wander (:func:`wander_curvature`), where
     the diagonal model treats coupled coordinates as independent.
+:mod:`~skdpvi.noise_aware.linear_response`
+    :func:`linear_response_posterior`: the same dense curvature, corrected for the
+    finite window (:func:`window_curvature`), for both the errors of the means and
+    the components' linear-response covariance (mean-field's widths are
+    conditional variances).
 
 ``INFERENCE_METHODS`` is the tuple of registered backend names, in registration
 order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registered.
@@ -35,6 +40,7 @@ order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registe
 from .backends import CoordinatewiseStretchMove, backend_names, register_backend
 from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
+from .linear_response import linear_response_posterior, window_curvature
 from .gradient_model import GradientModel
 from .sampling import sample_phi_star
 from .statistics import statistics_posterior
@@ -46,6 +52,8 @@ __all__ = [
     "split_window_test",
     "coupled_means",
     "wander_curvature",
+    "linear_response_posterior",
+    "window_curvature",
     "INFERENCE_METHODS",
     "CoordinatewiseStretchMove",
     "register_backend",

@@ -1,0 +1,183 @@
+"""The dense posterior of the means: one curvature for the errors and the widths.
+
+Mean-field variational inference reports the conditional variance ``1 / H_jj`` of
+each coefficient where the posterior has the marginal ``(H^-1)_jj``, larger wherever
+the curvature H couples the coefficients (correlated features, and in logistic
+regression every design through ``p (1 - p) x x^T``); the linear-response covariance
+(Giordano, Broderick & Jordan, JMLR 2018) is ``H^-1`` itself. DP-SGD's released
+trace carries H: near the optimum the means follow
+``x_{t+1} = x_t - Gamma (K (x_t - phi*) + e_t)`` with ``K = kappa H`` (H of the
+negative ELBO, the prior's precision included) and gradient noise e_t of the
+mechanism's known covariance Q, so the wander's covariance S is tied to K
+(:func:`~skdpvi.noise_aware.wander_curvature`). One K then gives both parts of the
+mixture posterior:
+
+- the optimum of the means, ``x_bar - K^-1 g_bar``, which errs by
+  ``K^-1 Q K^-1 / n`` (coupled coordinates err together), combined with the
+  gradient model's prior N(x_bar, prior_sd^2 I);
+- the components' covariance ``kappa K^-1 = H^-1``.
+
+**The finite window.** A direction that relaxes over N relaxation times in the n
+steps of the recording window shows a sample variance below its stationary value
+(the mean of the window absorbs part of it), by the factor
+``1 - 2 / N + 2 (1 - e^-N) / N^2`` of an Ornstein-Uhlenbeck path; read with the
+stationary formula it overstates the curvature, and where the window holds less
+than a relaxation time (a direction that only the prior restrains, e.g. a one-hot
+block beside the intercept) the trace is a random walk whose variance says only
+that the curvature is small. :func:`window_curvature` inverts the finite-window
+factor per eigen-direction of the wander (steps and noise are isotropic in the
+means of the package's models, so S and K share eigenvectors) and bounds the
+curvature below by the prior's.
+
+Measured (``doc/results.rst``, "The dense error model"): see the results page.
+Post-processing only: it reads the released trace's sums (``sum_xxt`` of
+:class:`~skdpvi.dpvi.TraceStatistics`), so it costs no privacy and does not grow
+with T.
+"""
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ..models.components import GaussianComponents
+
+__all__ = ["window_curvature", "linear_response_posterior"]
+
+
+def _window_variance_ratio(n_relax):
+    """E[sample variance of an OU path over the window] / (its random-walk value n s^2 / 6).
+
+    ``n_relax`` relaxation times in the window; 1 for a random walk (0), 3 / N for
+    large N.
+    """
+    n_relax = float(n_relax)
+    if n_relax < 1e-2:  # the series: the closed form cancels catastrophically here
+        return 1.0 - n_relax / 4 + n_relax**2 / 20 - n_relax**3 / 120
+    return 3 / n_relax * (1 - 2 / n_relax + 2 * -np.expm1(-n_relax) / n_relax**2)
+
+
+def _relaxation_times(ratio):
+    """The N whose expected window variance ratio is ``ratio`` (0 for ratio >= 1)."""
+    if ratio >= 1.0:
+        return 0.0
+    return brentq(lambda n: _window_variance_ratio(n) - ratio, 1e-9, 1e9, xtol=1e-12,
+                  rtol=1e-10)
+
+
+def window_curvature(covariance, steps, noise_var, n_steps, floor=0.0):
+    """The curvature K implied by the wander over a finite window of constant-step SGD.
+
+    Parameters
+    ----------
+    covariance : ndarray of shape (p, p)
+        S, the sample covariance of the coordinates over the window.
+    steps : ndarray of shape (p,)
+        The diagonal of Gamma (learning rate times preconditioner).
+    noise_var : ndarray of shape (p,)
+        The diagonal of Q, the released gradient's noise variance. ``steps *
+        noise_var`` should be (about) the same for every coordinate (the per-step
+        innovation of ``Gamma^-1/2 x``); its geometric mean is used.
+    n_steps : int
+        n, the steps in the window.
+    floor : float, default=0.0
+        Lower bound of K along every direction (the prior's share of the curvature,
+        ``kappa / prior_scale^2``).
+
+    Returns
+    -------
+    K : ndarray of shape (p, p)
+        Symmetric positive definite (for ``floor > 0``).
+    n_relax : ndarray of shape (p,)
+        Relaxation times in the window per eigen-direction (before the floor).
+
+    Examples
+    --------
+    Steps 0.01, unit noise, 1,000 steps: a random walk's sample variance (n gamma q / 6,
+    a direction without curvature) gives the floor; a direction with K = 0.5 relaxes
+    5 times in the window, where its sample variance is 0.68 of the stationary
+    gamma q / (2 K) = 0.01:
+
+    >>> import numpy as np
+    >>> S = np.diag([1000 * 0.01 / 6, 0.00679])
+    >>> K, n_relax = window_curvature(S, np.full(2, 0.01), np.ones(2), 1000, floor=0.1)
+    >>> np.round(np.diag(K), 2)
+    array([0.1, 0.5])
+    """
+    S = np.asarray(covariance, float)
+    steps = np.asarray(steps, float)
+    root = np.sqrt(steps)
+    innovation = float(np.exp(np.mean(np.log(steps * np.asarray(noise_var, float)))))
+    lam, U = np.linalg.eigh(S / root[:, None] / root[None, :])
+    ratio = np.maximum(lam, 0.0) / (n_steps * innovation / 6)
+    n_relax = np.array([_relaxation_times(r) for r in ratio])
+    # per-step rate along u: u^T Gamma^1/2 K Gamma^1/2 u, floored at the prior's
+    rate = np.maximum(n_relax / n_steps, floor * (U**2).T @ steps)
+    M = (U * rate) @ U.T
+    K = M / root[:, None] / root[None, :]
+    return 0.5 * (K + K.T), n_relax
+
+
+def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampling_rate,
+                              prior_scale=1.0, prior_sd=1.0, n_components=1000,
+                              random_state=None):
+    """Mixture posterior of the parameters with dense errors and linear-response widths.
+
+    Parameters
+    ----------
+    stats : TraceStatistics
+        With cross sums (``sum_xxt``), as every run of the engine records.
+    n_means : int
+        The first ``n_means`` coordinates of phi are the variational means.
+    learning_rate : ndarray of shape (d,)
+        Steps of the recording window (``DPVIResult.learning_rate``).
+    noise_std : ndarray of shape (d,)
+        Standard deviation of the DP noise of the released gradient per coordinate.
+    sampling_rate : float
+        kappa: the released gradient's curvature is ``kappa H``.
+    prior_scale : float, default=1.0
+        The model's prior standard deviation of every parameter (the floor of the
+        curvature is its precision).
+    prior_sd : float, default=1.0
+        The gradient model's prior of the optimum, N(x_bar, prior_sd^2 I).
+    n_components : int, default=1000
+        Draws of the optimum of the means, one mixture component each.
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    components : GaussianComponents
+        ``N(mean_m, kappa K^-1)`` over the means' coordinates (the parameters).
+    info : dict
+        ``curvature`` (K), ``relaxation_times`` (per eigen-direction of the wander),
+        ``covariance`` (of the optimum) and ``component_covariance``.
+    """
+    rng = np.random.default_rng(random_state)
+    p, n = int(n_means), stats.count
+    steps = np.asarray(learning_rate, float)[:p]
+    noise_var = np.asarray(noise_std, float)[:p] ** 2
+    kappa = float(sampling_rate)
+    K, n_relax = window_curvature(stats.wander_covariance()[:p, :p], steps, noise_var, n,
+                                  floor=kappa / prior_scale**2)
+    lam, U = np.linalg.eigh(K)
+    K_inv = (U / lam) @ U.T
+    x_bar = stats.shift[:p] + stats.sum_x[:p] / n
+    g_bar = stats.sum_g[:p] / n
+    estimate = x_bar - K_inv @ g_bar
+    error = K_inv @ (noise_var[:, None] * K_inv) / n
+    error = 0.5 * (error + error.T)
+    # combine the estimate N(estimate, error) with the prior N(x_bar, prior_sd^2 I)
+    gain = error @ np.linalg.inv(error + prior_sd**2 * np.eye(p))
+    cov = error - gain @ error
+    cov = 0.5 * (cov + cov.T)
+    mean = estimate + gain @ (x_bar - estimate)
+    means = mean + rng.standard_normal((int(n_components), p)) @ _factor(cov).T
+    component_cov = kappa * K_inv
+    component_cov = 0.5 * (component_cov + component_cov.T)
+    return (GaussianComponents(means, _factor(component_cov)),
+            {"curvature": K, "relaxation_times": n_relax, "covariance": cov,
+             "component_covariance": component_cov})
+
+
+def _factor(cov):
+    """A square root L (L L^T = cov) of a symmetric PSD matrix, via its eigenvalues."""
+    lam, U = np.linalg.eigh(cov)
+    return U * np.sqrt(np.maximum(lam, 0.0))
