@@ -137,8 +137,11 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
             what = "mixture components"
         else:
             phi_star, diagnostics = sample_phi_star(
-                result, self.inference, int(self.n_posterior_samples), random_state=seeds.post)
-            self.posterior_ = self._posterior_from_draws(phi_star, result, model, seeds.post)
+                result, self._phi_star_backend(), int(self.n_posterior_samples),
+                random_state=seeds.post)
+            self.posterior_, extra = self._posterior_from_draws(phi_star, result, model,
+                                                                seeds.post)
+            diagnostics = {**diagnostics, **extra}
             what = "draws of phi*"
         _progress(verbose, 1, f"post-processing: inference={self.inference!r}, "
                               f"{int(self.n_posterior_samples)} {what} "
@@ -210,10 +213,14 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         """Validated ``(X, y_model)`` for the engine; sets ``n_features_in_`` & co."""
         raise NotImplementedError
 
+    def _phi_star_backend(self):
+        """The backend whose draws of phi* :meth:`_posterior_from_draws` receives."""
+        return self.inference
+
     def _posterior_from_draws(self, phi_star, result, model, seed):
         """The mixture posterior from the backend's draws of phi* (a subclass may
-        remodel them)."""
-        return NoiseAwarePosterior(phi_star, model, self.inference)
+        remodel them), and diagnostics to add to the backend's."""
+        return NoiseAwarePosterior(phi_star, model, self.inference), {}
 
     def _batch_fit_supported(self):
         """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass
@@ -221,7 +228,8 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         cls = type(self)
         return all(getattr(cls, name).__module__.startswith("skdpvi.linear_model")
                    for name in ("fit", "_fit", "_fit_inputs", "_fit_from_result",
-                                "_engine_settings", "_posterior_from_draws"))
+                                "_engine_settings", "_phi_star_backend",
+                                "_posterior_from_draws"))
 
     def _named_params(self, model_names):
         """The model's parameter names, ``coef[j]`` renamed ``coef[<feature j>]``.

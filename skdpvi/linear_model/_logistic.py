@@ -75,16 +75,21 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         coupled coefficients poorly (see the user guide's inference backends).
     n_posterior_samples : int, default=1000
         Draws of phi* forming the mixture posterior, and draws used for predictions.
-    error_model : {"diagonal", "coupled"}, default="diagonal"
+    error_model : {"diagonal", "coupled", "dense"}, default="diagonal"
         How the errors of the optimum phi* of the variational means are modelled
         with ``inference`` "emcee", "exact" or "laplace". "diagonal": the paper's
-        gradient model, one coordinate at a time, errors independent. "coupled": the
-        backend's draws of the means are replaced by the dense error model that the
-        covariance of the released trace's wander implies
-        (:func:`~skdpvi.noise_aware.coupled_means`): coupled coefficients err
-        together, as they do whenever features are correlated or the curvature
-        p(1 - p) x x^T couples them. Post-processing only (no privacy cost); see
-        the results page for where each is better calibrated.
+        gradient model, one coordinate at a time, errors independent, mean-field
+        components. "coupled": the backend's draws of the means are replaced by the
+        dense error model that the covariance of the released trace's wander
+        implies (:func:`~skdpvi.noise_aware.coupled_means`): coupled coefficients
+        err together, as they do whenever features are correlated or the curvature
+        p(1 - p) x x^T couples them. "dense": the same dense curvature, corrected
+        for the finite recording window, gives both the errors of the means and the
+        components' covariance, the linear-response covariance H^-1 instead of
+        mean-field's conditional variances
+        (:func:`~skdpvi.noise_aware.linear_response_posterior`; the backend's draws
+        are not used). Post-processing only (no privacy cost); see the results page
+        for where each is better calibrated.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept.
     fit_intercept : bool, default=True
@@ -180,18 +185,25 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                              f"error_model={self.error_model!r}.")
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
 
+    def _phi_star_backend(self):
+        # the dense model draws the means itself: the cheap backend only runs the
+        # split-window check
+        dense = self.error_model == "dense" and self.inference != "last_iterate"
+        return "last_iterate" if dense else self.inference
+
     def _posterior_from_draws(self, phi_star, result, model, seed):
         if self.error_model == "diagonal" or self.inference == "last_iterate":
-            return NoiseAwarePosterior(phi_star, model, self.inference)
+            return NoiseAwarePosterior(phi_star, model, self.inference), {}
         settings = dict(n_means=model.n_params, learning_rate=result.learning_rate,
                         noise_std=result.noise_std, random_state=seed)
         if self.error_model == "coupled":
             phi_star, _ = coupled_means(phi_star, result.stats, **settings)
-            return NoiseAwarePosterior(phi_star, model, self.inference)
-        components, _ = linear_response_posterior(
+            return NoiseAwarePosterior(phi_star, model, self.inference), {}
+        components, info = linear_response_posterior(
             result.stats, sampling_rate=result.sampling_rate, prior_scale=self.prior_scale,
             n_components=len(phi_star), **settings)
-        return NoiseAwarePosterior.from_components(components, model, self.inference)
+        posterior = NoiseAwarePosterior.from_components(components, model, "dense")
+        return posterior, {"relaxation_times": info["relaxation_times"]}
 
     def _default_clip_norm(self, model):
         return 2.0 * math.sqrt(model.n_params)
