@@ -26,6 +26,7 @@ from skdpvi.models import LogisticRegressionModel
 def one(seed, epsilon, n_steps, methods=None):
     # imported here: loky cannot unpickle a ufunc referenced from __main__
     from scipy.special import expit
+    from sklearn.metrics import roc_auc_score
 
     torch.set_num_threads(1)
     X, y = load_adult(subset="train", return_X_y=True)
@@ -43,7 +44,8 @@ def one(seed, epsilon, n_steps, methods=None):
         p = np.mean([expit(Xa @ chunk.T).mean(1) for chunk in np.array_split(theta, 10)], 0)
         scores[method] = {"cal_rmse": calibration_rmse(yt, p),
                           "ece": expected_calibration_error(yt, p),
-                          "brier": brier_score_loss(yt, p), "accuracy": float(((p > 0.5) == yt).mean())}
+                          "brier": brier_score_loss(yt, p), "accuracy": float(((p > 0.5) == yt).mean()),
+                          "auc": float(roc_auc_score(yt, p))}
     return scores, diag["clipped_fraction"]
 
 
@@ -66,14 +68,16 @@ def main():
                                  seed=int(eps * 1000) + 7, n_jobs=args.n_jobs)
         print(f"\nepsilon={eps} ({args.reps} repetitions, {seconds:.0f} s, clipped fraction "
               f"{np.mean([o[1] for o in out]):.3f})")
-        print(f"{'method':<14}{'cal. RMSE':>18}{'ECE':>18}{'Brier':>10}{'accuracy':>10}")
+        print(f"{'method':<14}{'cal. RMSE':>18}{'ECE':>18}{'Brier':>10}{'accuracy':>10}"
+              f"{'AUC':>8}")
         cell = {}
         for method in out[0][0]:
             vals = {k: np.array([o[0][method][k] for o in out]) for k in out[0][0][method]}
             cell[method] = {k: [float(v.mean()), float(v.std(ddof=1))] for k, v in vals.items()}
             print(f"{method:<14}{vals['cal_rmse'].mean():>10.3f} +- {vals['cal_rmse'].std(ddof=1):.3f}"
                   f"{vals['ece'].mean():>10.3f} +- {vals['ece'].std(ddof=1):.3f}"
-                  f"{vals['brier'].mean():>10.4f}{vals['accuracy'].mean():>10.4f}")
+                  f"{vals['brier'].mean():>10.4f}{vals['accuracy'].mean():>10.4f}"
+                  f"{vals['auc'].mean():>8.4f}")
         payload["cells"][str(eps)] = {"methods": cell, "seconds": seconds,
                                       "clipped": float(np.mean([o[1] for o in out]))}
         save(args.save or ("table3_adult" + ("_quick" if args.quick else "")), payload)

@@ -29,7 +29,14 @@ Methods (``--methods``): the package's backends (``emcee``, ``exact``, ``laplace
 the means), ``emcee+jensenfd`` (the same with the stationary wander variance),
 ``emcee+wander`` (joint regression of the scale gradients on phi), ``emcee+oracle``
 (the true third derivatives: not private, the yardstick) and a ``+lr`` suffix
-(linear-response components).
+(linear-response components). Dense curvature (the results page's "dense errors with
+linear-response widths"): ``emcee+dense`` (the package's ``error_model="dense"``),
+``dense+oracle`` (the true curvature at the trace mean: not private),
+``dense+wander`` (the stationary Lyapunov solution), ``dense+ou`` (the finite-window
+correction; the same computation as ``+dense``), ``dense+wanderdf``,
+``dense+oubayes`` and ``dense+anchor`` (the variants that failed), and
+``emcee+hess`` / ``emcee+hess<f>`` (linear-response components from the true or a
+noised Hessian released with the share f of the run's mu^2).
 
 Run: python benchmarks/ablation_logistic/designs.py --design gaussian --d 5 --n 5000 \
          --epsilon 1 --k 200 [--clip-mult 1] [--burn-in 0.5] [--methods emcee exact last_iterate]
@@ -374,6 +381,16 @@ def dense_posterior(result, model, X, variant, n_draws, rng):
             K = (U * lam) @ U.T / g[:, None] / g[None, :]
         elif variant == "ou":
             K = ou_curvature(st.wander_covariance()[:p, :p], gamma, q, n, kappa * prec0)
+        elif variant.startswith("anchor"):
+            # the window curvature's correlations, its diagonal from the mean-field
+            # scales (s_j^-2 = H_jj + prior precision at the mean-field optimum)
+            from skdpvi.noise_aware import window_curvature
+
+            K, _ = window_curvature(st.wander_covariance()[:p, :p], gamma, q, n,
+                                    floor=kappa * prec0)
+            scales = np.logaddexp(0, st.shift[p:] + st.sum_x[p:] / n)
+            d = np.sqrt(kappa / scales**2 / np.diag(K))
+            K = d[:, None] * K * d[None, :]
     K = 0.5 * (K + K.T)
     K_inv = np.linalg.inv(K)
     estimate = x_bar - K_inv @ g_bar
