@@ -18,7 +18,8 @@ SCRIPTS = sorted(EXAMPLES_DIR.glob("*.py"))
 # Lines (substrings) each known example must print, and the plots it must save.
 EXPECTED = {
     "adult_calibration.py": {
-        "lines": ["UCI Adult:", "emcee", "last_iterate", "calibration RMSE"],
+        "lines": ["UCI Adult:", "emcee (default)", "dense errors", "last_iterate",
+                  "calibration RMSE"],
         "plots": [],
     },
     "linear_credible_intervals.py": {
