@@ -121,20 +121,28 @@ def coupled_means(phi_star, stats, *, n_means, learning_rate, noise_std, prior_s
     """
     rng = np.random.default_rng(random_state)
     p = int(n_means)
-    n = stats.count
-    S = stats.wander_covariance()[:p, :p]
-    x_bar = stats.shift[:p] + stats.sum_x[:p] / n
-    g_bar = stats.sum_g[:p] / n
     noise_var = np.asarray(noise_std, float)[:p] ** 2
-    K = wander_curvature(S, np.asarray(learning_rate, float)[:p], noise_var)
-    K_inv = np.linalg.inv(K)
-    estimate = x_bar - K_inv @ g_bar
-    cov = K_inv @ (noise_var[:, None] * K_inv) / n
-    # combine with the prior N(x_bar, prior_sd^2 I)
-    precision = np.linalg.inv(cov) + np.eye(p) / prior_sd**2
-    post_cov = np.linalg.inv(precision)
-    post_cov = 0.5 * (post_cov + post_cov.T)
-    post_mean = post_cov @ (np.linalg.solve(cov, estimate) + x_bar / prior_sd**2)
+    K = wander_curvature(stats.wander_covariance()[:p, :p],
+                         np.asarray(learning_rate, float)[:p], noise_var)
+    post_mean, post_cov = _optimum_of_means(stats, np.linalg.inv(K), noise_var, prior_sd)
     out = np.array(phi_star, dtype=float, copy=True)
     out[:, :p] = post_mean + rng.standard_normal((len(out), p)) @ np.linalg.cholesky(post_cov).T
     return out, {"curvature": K, "covariance": post_cov}
+
+
+def _optimum_of_means(stats, K_inv, noise_var, prior_sd):
+    """Posterior (mean, covariance) of the means' optimum given the curvature.
+
+    The trace mean corrected by the mean gradient, ``x_bar - K^-1 g_bar``, errs by
+    ``K^-1 Q K^-1 / n``; combined with the gradient model's prior N(x_bar, prior_sd^2 I)
+    (in gain form, stable where the error is huge along a weakly restrained
+    direction). ``K_inv`` is (p, p) for the first p coordinates of the trace.
+    """
+    p, n = len(K_inv), stats.count
+    x_bar = stats.shift[:p] + stats.sum_x[:p] / n
+    estimate = x_bar - K_inv @ (stats.sum_g[:p] / n)
+    error = K_inv @ (noise_var[:, None] * K_inv) / n
+    error = 0.5 * (error + error.T)
+    gain = error @ np.linalg.inv(error + prior_sd**2 * np.eye(p))
+    cov = error - gain @ error
+    return estimate + gain @ (x_bar - estimate), 0.5 * (cov + cov.T)

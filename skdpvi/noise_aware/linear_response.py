@@ -39,6 +39,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from ..models.components import GaussianComponents
+from .coupling import _optimum_of_means
 
 __all__ = ["window_curvature", "linear_response_posterior"]
 
@@ -159,16 +160,7 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
                                   floor=kappa / prior_scale**2)
     lam, U = np.linalg.eigh(K)
     K_inv = (U / lam) @ U.T
-    x_bar = stats.shift[:p] + stats.sum_x[:p] / n
-    g_bar = stats.sum_g[:p] / n
-    estimate = x_bar - K_inv @ g_bar
-    error = K_inv @ (noise_var[:, None] * K_inv) / n
-    error = 0.5 * (error + error.T)
-    # combine the estimate N(estimate, error) with the prior N(x_bar, prior_sd^2 I)
-    gain = error @ np.linalg.inv(error + prior_sd**2 * np.eye(p))
-    cov = error - gain @ error
-    cov = 0.5 * (cov + cov.T)
-    mean = estimate + gain @ (x_bar - estimate)
+    mean, cov = _optimum_of_means(stats, K_inv, noise_var, prior_sd)
     means = mean + rng.standard_normal((int(n_components), p)) @ _factor(cov).T
     component_cov = kappa * K_inv
     component_cov = 0.5 * (component_cov + component_cov.T)
