@@ -142,7 +142,8 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
             self.posterior_, extra = self._posterior_from_draws(phi_star, result, model,
                                                                 seeds.post)
             diagnostics = {**diagnostics, **extra}
-            what = "draws of phi*"
+            what = ("draws of phi*" if self.posterior_.method == self.inference
+                    else f"{self.posterior_.method} mixture components")
         _progress(verbose, 1, f"post-processing: inference={self.inference!r}, "
                               f"{int(self.n_posterior_samples)} {what} "
                               f"({time.perf_counter() - start:.1f} s)")
