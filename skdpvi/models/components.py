@@ -144,7 +144,8 @@ class GaussianComponents:
     ----------
     mean : ndarray of shape (M, n)
     chol : ndarray of shape (M, n, n) or (n, n)
-        Lower Cholesky factors of the covariances (one shared factor if 2-D).
+        Factors L of the covariances L L^T (one shared factor if 2-D): lower Cholesky
+        factors, or any square root (the draws are ``mean + L z``).
     """
 
     def __init__(self, mean, chol):

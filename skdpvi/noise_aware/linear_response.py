@@ -29,8 +29,13 @@ factor per eigen-direction of the wander (steps and noise are isotropic in the
 means of the package's models, so S and K share eigenvectors) and bounds the
 curvature below by the prior's.
 
-Measured (``doc/results.rst``, "The dense error model"): see the results page.
-Post-processing only: it reads the released trace's sums (``sum_xxt`` of
+Measured (``doc/results.rst``, "Dense errors with linear-response widths"): with the
+true curvature this structure is calibrated in every direction of a strongly coupled
+design; read off the trace it halves the default's TARP error where the window holds
+many relaxation times of every direction (10,000 rows, correlated features; UCI Adult,
+calibration RMSE 0.015 against 0.028 at epsilon 1) and is too wide where it holds few
+(2,000 rows, epsilon 0.1, 21 parameters), where the noise of the sample variances
+becomes curvatures that are too small. Post-processing only: it reads the released trace's sums (``sum_xxt`` of
 :class:`~skdpvi.dpvi.TraceStatistics`), so it costs no privacy and does not grow
 with T.
 """
