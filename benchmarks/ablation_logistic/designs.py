@@ -269,7 +269,6 @@ def hessian_components(result, model, phi, X, fraction, rng, n_unique=100):
 
     p = model.n_params
     H, sd = released_hessian(result, model, X, fraction, rng)
-    prec = np.eye(p) / model.prior_scale**2
     chols = []
     for _ in range(n_unique if sd else 1):
         Hk = H
@@ -280,7 +279,6 @@ def hessian_components(result, model, phi, X, fraction, rng, n_unique=100):
         cov = (U / (np.maximum(lam, 0) + 1 / model.prior_scale**2)) @ U.T
         chols.append(np.linalg.cholesky(cov + 1e-12 * np.eye(p)))
     chols = np.array(chols)[np.arange(len(phi)) % len(chols)]
-    del prec
     return GaussianComponents(phi[:, :p], chols)
 
 
@@ -343,7 +341,7 @@ def ou_bayes_posterior(result, model, n_draws, rng, n_grid=400):
     xu = U.T @ (st.shift[:p] + st.sum_x[:p] / n)
     gu = U.T @ (st.sum_g[:p] / n)
     err = q / (n * k**2)
-    v = 1 / (1 / err + prec0 * 0 + 1 / model.prior_scale**2)
+    v = 1 / (1 / err + 1 / model.prior_scale**2)
     m = v * ((xu - gu / k) / err + xu / model.prior_scale**2)
     means_u = m + np.sqrt(v) * rng.standard_normal((n_draws, p))
     chol = U[None] * np.sqrt(kappa / k)[:, None, :]
