@@ -45,6 +45,7 @@ from scipy.optimize import brentq
 
 from ..models.components import GaussianComponents
 from .coupling import _optimum_of_means
+from .statistics_sampling import _psd_cholesky
 
 __all__ = ["window_curvature", "linear_response_posterior"]
 
@@ -166,15 +167,9 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
     lam, U = np.linalg.eigh(K)
     K_inv = (U / lam) @ U.T
     mean, cov = _optimum_of_means(stats, K_inv, noise_var, prior_sd)
-    means = mean + rng.standard_normal((int(n_components), p)) @ _factor(cov).T
+    means = mean + rng.standard_normal((int(n_components), p)) @ _psd_cholesky(cov).T
     component_cov = kappa * K_inv
     component_cov = 0.5 * (component_cov + component_cov.T)
-    return (GaussianComponents(means, _factor(component_cov)),
+    return (GaussianComponents(means, _psd_cholesky(component_cov)),
             {"curvature": K, "relaxation_times": n_relax, "covariance": cov,
              "component_covariance": component_cov})
-
-
-def _factor(cov):
-    """A square root L (L L^T = cov) of a symmetric PSD matrix, via its eigenvalues."""
-    lam, U = np.linalg.eigh(cov)
-    return U * np.sqrt(np.maximum(lam, 0.0))

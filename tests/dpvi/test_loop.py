@@ -84,17 +84,22 @@ def test_engine_gives_the_same_run_on_the_glm_and_the_dense_path(monkeypatch):
                                rtol=1e-3, atol=1e-3)
 
 
+def _logistic_run_setup(n_rows, n_features, n_steps, burn_in):
+    """Random logistic data, its model and the run_dpvi settings of the trace tests."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n_rows, n_features))
+    y = (rng.random(n_rows) < 0.5).astype(np.float32)
+    kwargs = dict(noise_multiplier=1.0, clip_norm=4.0, learning_rate=1e-3, sampling_rate=0.1,
+                  n_steps=n_steps, burn_in=burn_in, record_trace=True)
+    return X, y, LogisticRegressionModel(n_features), kwargs
+
+
 def test_half_window_and_cross_sums_match_the_recorded_trace_single_and_batched():
     # the split-window test reads the sums per half of the recording window; they
     # must be those of the trace's halves, and a lockstep run's must equal its own
     from skdpvi.dpvi import run_dpvi_batched
 
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((2000, 3))
-    y = (rng.random(2000) < 0.5).astype(np.float32)
-    model = LogisticRegressionModel(3)
-    kwargs = dict(noise_multiplier=1.0, clip_norm=4.0, learning_rate=1e-3, sampling_rate=0.1,
-                  n_steps=1301, burn_in=300, record_trace=True)
+    X, y, model, kwargs = _logistic_run_setup(2000, 3, n_steps=1301, burn_in=300)
     res = run_dpvi(model, (X, y), random_state=1, **kwargs)
     ref = TraceStatistics.from_trace(res.trace_phi, res.trace_grad, res.burn_in)
     assert [h.count for h in res.stats.halves] == [h.count for h in ref.halves] == [500, 501]
@@ -117,12 +122,7 @@ def test_step_scales_set_the_step_before_and_after_burn_in_single_and_batched():
     # of every coordinate, before burn-in x before, from burn-in on x after
     from skdpvi.dpvi import run_dpvi_batched
 
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((1000, 2))
-    y = (rng.random(1000) < 0.5).astype(np.float32)
-    model = LogisticRegressionModel(2)
-    kwargs = dict(noise_multiplier=1.0, clip_norm=4.0, learning_rate=1e-3, sampling_rate=0.1,
-                  n_steps=200, burn_in=50, record_trace=True)
+    X, y, model, kwargs = _logistic_run_setup(1000, 2, n_steps=200, burn_in=50)
     before, after = np.array([2.0, 2.0, 2.0, 1.0, 1.0, 1.0]), 0.5
     res = run_dpvi(model, (X, y), random_state=1, step_scales=(before, after), **kwargs)
     plain = run_dpvi(model, (X, y), random_state=1, **kwargs)
