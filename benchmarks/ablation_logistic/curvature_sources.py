@@ -24,6 +24,12 @@ Variants of the curvature K behind ``error_model="dense"`` (means' errors
   trace, or a recorded ``sum g x^T``), ``lsn`` the unconstrained slope symmetrised,
   ``lsd`` its diagonal, ``lsk`` ``ls`` less the Kendall / Marriott-Pope bias
   ``(1 + 3 rho) / n`` of an autoregression's slope per eigen-direction;
+- ``lstr`` / ``lsta``: ``ls`` with its eigenvalues scaled, or shifted, so that
+  ``tr(Gamma K)`` equals the scales' ``sum_j gamma_j kappa / s_j^2``;
+- ``bayesn``: a posterior over each ``ls`` eigen-direction's relaxation count N (grid,
+  log-uniform prior from the floor to 10^3) under the simulated sampling distribution
+  of the least-squares estimate of an AR(1) with intercept, one draw of every N per
+  mixture component;
 - ``oracle``: the true ``kappa (H + I / tau^2)`` at the trace mean (private data: the
   yardstick);
 - a trailing ``0`` centres the optimum's prior at the model's prior mean (0, sd tau)
@@ -160,6 +166,24 @@ def curvature(r, model, variant, X=None):
         lam = np.maximum(lam, floor * (U**2).T @ gamma)
         K = (U * lam) @ U.T / root[:, None] / root[None, :]
         return 0.5 * (K + K.T)
+    if variant in ("lstr", "lsta"):
+        K = curvature(r, model, "ls")
+        diagonal = kappa / np.logaddexp(0, st.shift[p:2 * p] + st.sum_x[p:2 * p] / n) ** 2
+        target = np.sum(gamma * diagonal)
+        root = np.sqrt(gamma)
+        lam, U = np.linalg.eigh(root[:, None] * K * root[None, :])
+        low = floor * (U**2).T @ gamma
+        if variant == "lstr":
+            lam = lam * target / lam.sum()
+        else:
+            from scipy.optimize import brentq
+
+            excess = lambda c: np.maximum(lam - c, low).sum() - target  # noqa: E731
+            lo = -10 * lam.max() - 1
+            lam = lam - (brentq(excess, lo, lam.max())
+                         if excess(lam.max()) < 0 < excess(lo) else 0.0)
+        K = (U * np.maximum(lam, low)) @ U.T / root[:, None] / root[None, :]
+        return 0.5 * (K + K.T)
     if variant == "oracle":
         H, _ = designs.released_hessian(r, model, X, 0, None)
         return kappa * (H + np.eye(p) / model.prior_scale**2)
@@ -174,8 +198,66 @@ def curvature(r, model, variant, X=None):
     raise ValueError(f"unknown variant {variant!r}")
 
 
+N_GRID = np.logspace(-2, 3, 61)
+
+
+def _ls_sampling_table(n_sim=2000, m=800, seed=0):
+    """Least-squares estimates of N (m per grid value) for an AR(1) with intercept."""
+    from scipy.signal import lfilter
+
+    rng = np.random.default_rng(seed)
+    out = np.empty((len(N_GRID), m))
+    for i, N in enumerate(N_GRID):
+        rate = min(N / n_sim, 1.0)
+        a = 1 - rate
+        start = rng.standard_normal(m) * (np.sqrt(1 / (2 * rate - rate**2)) if N >= 1 else 0.0)
+        x, _ = lfilter([1.0], [1.0, -a], rng.standard_normal((m, n_sim + 1)), axis=-1,
+                       zi=(a * start)[:, None])
+        xc = x[:, :-1] - x[:, :-1].mean(1, keepdims=True)
+        dx = np.diff(x, axis=1)
+        out[i] = -((xc * (dx - dx.mean(1, keepdims=True))).sum(1) / (xc * xc).sum(1)) * n_sim
+    return out
+
+
+def _bayes_n_draws(r, model, n_draws, rng, table):
+    p, st, n, kappa, gamma, q = _parts(r, model)
+    K = curvature(r, model, "ls")
+    root = np.sqrt(gamma)
+    rate, V = np.linalg.eigh(0.5 * (K + K.T) * root[:, None] * root[None, :])
+    floor_n = kappa / model.prior_scale**2 * (V**2).T @ gamma * n
+    width = 1.06 * table.std(1) * table.shape[1] ** -0.2 + 1e-9
+    picks = []
+    for N_hat, low in zip(rate * n, floor_n):
+        like = np.exp(-0.5 * ((N_hat - table) / width[:, None]) ** 2).mean(1) / width
+        w = like * (N_GRID >= low)
+        w = w / w.sum() if w.sum() > 0 else (N_GRID >= low) / (N_GRID >= low).sum()
+        picks.append(rng.choice(len(N_GRID), size=n_draws, p=w))
+    N = N_GRID[np.array(picks).T]
+    x_bar = st.shift[:p] + st.sum_x[:p] / n
+    g_bar = st.sum_g[:p] / n
+    out = np.empty((n_draws, p))
+    for m in range(n_draws):
+        K_inv = (V * (n / N[m])) @ V.T * root[:, None] * root[None, :]
+        estimate = x_bar - K_inv @ g_bar
+        error = K_inv @ (q[:, None] * K_inv) / n
+        error = 0.5 * (error + error.T)
+        gain = error @ np.linalg.inv(error + np.eye(p))
+        total = error - gain @ error + kappa * K_inv
+        w, E = np.linalg.eigh(0.5 * (total + total.T))
+        out[m] = (estimate + gain @ (x_bar - estimate)
+                  + E @ (np.sqrt(np.maximum(w, 0)) * rng.standard_normal(p)))
+    return out
+
+
+_TABLE = {}
+
+
 def draws(r, model, variant, X=None, n_draws=1000):
     """Unconstrained posterior draws of one run under one variant."""
+    if variant == "bayesn":
+        if "ls" not in _TABLE:
+            _TABLE["ls"] = _ls_sampling_table()
+        return _bayes_n_draws(r, model, n_draws, np.random.default_rng(0), _TABLE["ls"])
     if variant == "mix":
         return np.concatenate([draws(r, model, "emcee", X, n_draws)[: n_draws // 2],
                                draws(r, model, "ou", X, n_draws)[n_draws // 2:]])
