@@ -11,6 +11,7 @@ gives every simulation the run it would get alone, several times faster.
 import json
 import os
 import platform
+import sys
 import time
 
 import numpy as np
@@ -46,6 +47,11 @@ def _engine_settings(model, *, epsilon, clip_norm, n_steps, sampling_rate, delta
                 preconditioner=beta, return_diagnostics=True, record_trace=record_trace)
 
 
+def _needs_trace(methods):
+    """The statistics posterior and the least-squares curvature read the recorded trace."""
+    return any(m == "statistics" or m.endswith("+ls") for m in methods)
+
+
 def _post_process(res, model, seed, n_draws, methods, n_examples=None):
     posteriors = {}
     diagnostics = dict(res.diagnostics)
@@ -71,6 +77,18 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
             phi, _ = coupled_means(phi, res.stats, n_means=model.n_params,
                                    learning_rate=res.learning_rate, noise_std=res.noise_std,
                                    random_state=seed + k)
+        if method.endswith("+ls"):
+            # the dense model with the least-squares curvature (an ablation of
+            # ablation_logistic/curvature_sources.py; draws of theta, not components)
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                            "ablation_logistic"))
+            from curvature_sources import draws as curvature_draws
+
+            theta = curvature_draws(res, model, "ls", None, len(phi))
+            # components of (numerically) zero width at the draws
+            phi_ls = np.column_stack([theta, np.full_like(theta, -40.0)])
+            posteriors[method] = NoiseAwarePosterior(phi_ls, model, "ls")
+            continue
         if method.endswith("+dense"):
             components, _ = linear_response_posterior(
                 res.stats, n_means=model.n_params, learning_rate=res.learning_rate,
@@ -95,7 +113,7 @@ def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, samplin
                                 sampling_rate=sampling_rate, delta=delta, burn_in=burn_in,
                                 preconditioner=preconditioner,
                                 learning_rate_scale=learning_rate_scale,
-                                n_examples=len(data[0]), record_trace="statistics" in methods)
+                                n_examples=len(data[0]), record_trace=_needs_trace(methods))
     res = run_dpvi(model, data, random_state=seed, **settings)
     return _post_process(res, model, seed, n_draws, methods, n_examples=len(data[0]))
 
@@ -113,7 +131,7 @@ def fit_all_backends_batched(model, datasets, seeds, *, epsilon, clip_norm, n_st
                                 preconditioner=preconditioner,
                                 learning_rate_scale=learning_rate_scale,
                                 n_examples=len(datasets[0][0]),
-                                record_trace="statistics" in methods)
+                                record_trace=_needs_trace(methods))
     runs = run_dpvi_batched(model, datasets, random_states=seeds, **settings)
     return [_post_process(res, model, seed, n_draws, methods, n_examples=len(datasets[0][0]))
             for res, seed in zip(runs, seeds)]
