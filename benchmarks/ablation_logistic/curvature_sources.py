@@ -29,7 +29,9 @@ Variants of the curvature K behind ``error_model="dense"`` (means' errors
 - ``bayesn``: a posterior over each ``ls`` eigen-direction's relaxation count N (grid,
   log-uniform prior from the floor to 10^3) under the simulated sampling distribution
   of the least-squares estimate of an AR(1) with intercept, one draw of every N per
-  mixture component;
+  mixture component; ``bayeseb`` the same with the prior over N estimated from the
+  run's own directions (empirical Bayes: the nonparametric maximum-likelihood prior
+  on the grid, by EM);
 - ``oracle``: the true ``kappa (H + I / tau^2)`` at the trace mean (private data: the
   yardstick);
 - a trailing ``0`` centres the optimum's prior at the model's prior mean (0, sd tau)
@@ -219,18 +221,26 @@ def _ls_sampling_table(n_sim=2000, m=800, seed=0):
     return out
 
 
-def _bayes_n_draws(r, model, n_draws, rng, table):
+def _bayes_n_draws(r, model, n_draws, rng, table, empirical=False):
     p, st, n, kappa, gamma, q = _parts(r, model)
     K = curvature(r, model, "ls")
     root = np.sqrt(gamma)
     rate, V = np.linalg.eigh(0.5 * (K + K.T) * root[:, None] * root[None, :])
     floor_n = kappa / model.prior_scale**2 * (V**2).T @ gamma * n
     width = 1.06 * table.std(1) * table.shape[1] ** -0.2 + 1e-9
+    like = np.array([np.exp(-0.5 * ((N_hat - table) / width[:, None]) ** 2).mean(1) / width
+                     for N_hat in rate * n])                      # (p, grid)
+    allowed = (N_GRID[None, :] >= floor_n[:, None]).astype(float)
+    prior = np.ones(len(N_GRID))                                  # log-uniform on the grid
+    if empirical:  # the NPMLE of one prior shared by the p directions (EM)
+        prior = allowed.mean(0) + 1e-12
+        for _ in range(500):
+            post = like * prior * allowed
+            post /= np.maximum(post.sum(1, keepdims=True), 1e-300)
+            prior = post.mean(0) + 1e-12
     picks = []
-    for N_hat, low in zip(rate * n, floor_n):
-        like = np.exp(-0.5 * ((N_hat - table) / width[:, None]) ** 2).mean(1) / width
-        w = like * (N_GRID >= low)
-        w = w / w.sum() if w.sum() > 0 else (N_GRID >= low) / (N_GRID >= low).sum()
+    for w, ok in zip(like * prior * allowed, allowed):
+        w = w / w.sum() if w.sum() > 0 else ok / ok.sum()
         picks.append(rng.choice(len(N_GRID), size=n_draws, p=w))
     N = N_GRID[np.array(picks).T]
     x_bar = st.shift[:p] + st.sum_x[:p] / n
@@ -254,10 +264,11 @@ _TABLE = {}
 
 def draws(r, model, variant, X=None, n_draws=1000):
     """Unconstrained posterior draws of one run under one variant."""
-    if variant == "bayesn":
+    if variant in ("bayesn", "bayeseb"):
         if "ls" not in _TABLE:
             _TABLE["ls"] = _ls_sampling_table()
-        return _bayes_n_draws(r, model, n_draws, np.random.default_rng(0), _TABLE["ls"])
+        return _bayes_n_draws(r, model, n_draws, np.random.default_rng(0), _TABLE["ls"],
+                              empirical=variant == "bayeseb")
     if variant == "mix":
         return np.concatenate([draws(r, model, "emcee", X, n_draws)[: n_draws // 2],
                                draws(r, model, "ou", X, n_draws)[n_draws // 2:]])
