@@ -8,14 +8,26 @@ probabilities of the default posterior and of the option ``error_model="dense"``
 coupled one-hot blocks, see doc/results.rst), next to the naive last-iterate
 baseline that ignores the DP noise.
 
+The clip norm comes from the *public* schema, not from the rows: every feature lies in
+[0, 1] and at most one column of each one-hot group is 1, so a row with its intercept
+has norm at most sqrt(5 continuous + 6 groups + 1) = sqrt(12), and so has its gradient
+in the coefficients. Clipping there instead of at the estimator's generic default
+(2 sqrt(57) = 15.1, made for features of unit scale) cuts the noise by 4.4x; against
+the benchmarks' C = 11, the test AUC at epsilon 1 rises from 0.879 to 0.891 and the
+dense posterior's calibration RMSE falls to 0.014, below the naive baseline's 0.016
+(20 repetitions; doc/results.rst, "Adult with a clip norm from the public schema").
+
 Run: python examples/adult_calibration.py [--quick]
 """
 
 import argparse
+import math
 import time
 
+from sklearn.metrics import roc_auc_score
+
 from skdpvi import DPBayesianLogisticRegression
-from skdpvi.datasets import load_adult
+from skdpvi.datasets import ADULT_CATEGORIES, ADULT_CONTINUOUS_BOUNDS, load_adult
 from skdpvi.metrics import brier_score_loss, calibration_rmse, expected_calibration_error
 
 
@@ -25,19 +37,23 @@ def main(quick=False):
     if quick:  # a smoke run for the test suite
         X_train, y_train = X_train[:3000], y_train[:3000]
     steps = 500 if quick else 10_000
-    print(f"UCI Adult: {len(y_train)} training rows, {X_train.shape[1]} features")
-    print(f"{'posterior':<22} {'epsilon':>8} {'accuracy':>9} {'cal. RMSE':>10} "
+    # the largest possible norm of (x, 1), from the public schema alone
+    clip_norm = math.sqrt(len(ADULT_CONTINUOUS_BOUNDS) + len(ADULT_CATEGORIES) + 1)
+    print(f"UCI Adult: {len(y_train)} training rows, {X_train.shape[1]} features, "
+          f"clip norm {clip_norm:.2f} (public bound of a row's norm)")
+    print(f"{'posterior':<22} {'epsilon':>8} {'accuracy':>9} {'AUC':>7} {'cal. RMSE':>10} "
           f"{'ECE':>7} {'Brier':>7} {'time':>6}")
     for label, options in (("emcee (default)", {}),
                            ("emcee, dense errors", {"error_model": "dense"}),
                            ("last_iterate (naive)", {"inference": "last_iterate"})):
         start = time.perf_counter()
         clf = DPBayesianLogisticRegression(
-            epsilon=1.0, delta=1e-5, max_iter=steps, clip_norm=11.0, random_state=0,
+            epsilon=1.0, delta=1e-5, max_iter=steps, clip_norm=clip_norm, random_state=0,
             **options,
         ).fit(X_train, y_train)
         proba = clf.predict_proba(X_test)[:, 1]
         print(f"{label:<22} {clf.epsilon_:>8.4f} {clf.score(X_test, y_test):>9.4f} "
+              f"{roc_auc_score(y_test, proba):>7.4f} "
               f"{calibration_rmse(y_test, proba):>10.4f} "
               f"{expected_calibration_error(y_test, proba):>7.4f} "
               f"{brier_score_loss(y_test, proba):>7.4f} "
