@@ -80,8 +80,10 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
         if method.endswith("+ls"):
             # the dense model with the least-squares curvature (an ablation of
             # ablation_logistic/curvature_sources.py; draws of theta, not components)
-            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                            "ablation_logistic"))
+            ablations = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     "ablation_logistic")
+            if ablations not in sys.path:
+                sys.path.insert(0, ablations)
             from curvature_sources import draws as curvature_draws
 
             theta = curvature_draws(res, model, "ls", None, len(phi))

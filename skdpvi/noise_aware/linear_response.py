@@ -43,9 +43,9 @@ than any direction of the process: on UCI Adult a median of 77 relaxations where
 true curvature gives 1.2, reproduced by simulating the linear process with the true
 curvature (``doc/results.rst``, "Where the curvature can come from"). The posterior
 is then too narrow along the weakly restrained directions; predictions, which live
-on the stiff ones, are little affected. Post-processing only: it reads the released trace's sums (``sum_xxt`` of
-:class:`~skdpvi.dpvi.TraceStatistics`), so it costs no privacy and does not grow
-with T.
+on the stiff ones, are little affected. Post-processing only: it reads the released
+trace's sums (``sum_xxt`` of :class:`~skdpvi.dpvi.TraceStatistics`), so it costs no
+privacy and does not grow with T.
 """
 
 import numpy as np
