@@ -60,6 +60,18 @@ def test_adult_one_hot_groups(drop_missing):
     assert ("workclass_Never-worked" in names) == (not drop_missing)
 
 
+@pytest.mark.parametrize("drop_missing", [True, False])
+def test_adult_row_norms_within_the_public_schema_bound(drop_missing):
+    # the main example clips at this bound, computed from the public constants
+    # alone: every row (with its intercept) must lie inside it, or clipping would
+    # bias the fit where the example promises it does not
+    bound = np.sqrt(len(_adult.CONTINUOUS_BOUNDS) + len(_adult.CATEGORIES) + 1)
+    assert bound == pytest.approx(np.sqrt(12))
+    X = load_adult(subset="all", drop_missing=drop_missing).data
+    norms = np.linalg.norm(np.column_stack([X, np.ones(len(X))]), axis=1)
+    assert norms.max() <= bound + 1e-12
+
+
 def test_adult_positive_rate_and_test_labels():
     _, y_train = load_adult(return_X_y=True)
     _, y_test = load_adult(subset="test", return_X_y=True)
