@@ -1,7 +1,7 @@
 """Where the dense model's curvature could come from: post-processing ablations on cached runs.
 
-The results page's section on logistic regression beyond Adult ("Curvature from
-other sources") quotes these numbers. DP-SGD runs are the expensive part, so they are
+The results page's section on logistic regression beyond Adult ("Where the
+curvature can come from") quotes these numbers. DP-SGD runs are the expensive part, so they are
 cached once per design (``run``) and every curvature variant is then computed from the
 same runs (``post``), with the same summary as ``designs.py`` (TARP with the authors'
 and the prior references, radial and per-coordinate z-scores).
@@ -110,6 +110,11 @@ def run(name, spec, k, seed=1000):
     print(f"{name}: {k} runs in {time.perf_counter() - start:.0f} s")
 
 
+def _scales_curvature(st, p, n, kappa):
+    """kappa / s_j^2: the diagonal curvature the mean-field scales imply (trace means)."""
+    return kappa / np.logaddexp(0, st.shift[p:2 * p] + st.sum_x[p:2 * p] / n) ** 2
+
+
 def _parts(r, model):
     p, st = model.n_params, r.stats
     return (p, st, st.count, r.sampling_rate, np.asarray(r.learning_rate, float)[:p],
@@ -170,8 +175,7 @@ def curvature(r, model, variant, X=None):
         return 0.5 * (K + K.T)
     if variant in ("lstr", "lsta"):
         K = curvature(r, model, "ls")
-        diagonal = kappa / np.logaddexp(0, st.shift[p:2 * p] + st.sum_x[p:2 * p] / n) ** 2
-        target = np.sum(gamma * diagonal)
+        target = np.sum(gamma * _scales_curvature(st, p, n, kappa))
         root = np.sqrt(gamma)
         lam, U = np.linalg.eigh(root[:, None] * K * root[None, :])
         low = floor * (U**2).T @ gamma
@@ -189,7 +193,7 @@ def curvature(r, model, variant, X=None):
     if variant == "oracle":
         H, _ = designs.released_hessian(r, model, X, 0, None)
         return kappa * (H + np.eye(p) / model.prior_scale**2)
-    diagonal = kappa / np.logaddexp(0, st.shift[p:2 * p] + st.sum_x[p:2 * p] / n) ** 2
+    diagonal = _scales_curvature(st, p, n, kappa)
     if variant == "scales":
         return np.diag(diagonal)
     if variant in ("anchor", "anchorlw"):
