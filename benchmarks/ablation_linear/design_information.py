@@ -1,0 +1,169 @@
+"""Why the linear default errs wide where the trace is weakly informative: X^T X.
+
+The results page's section "What makes the low-information intervals too wide"
+quotes these numbers. DP-SGD runs of ``table2_linear.py``'s configurations (same
+simulations and seeds as its K = 200 cells, the estimator's defaults) are cached once
+(``run``), with an optional multiplier of the means' step from burn-in on
+(``--recording-step``: more wander, so more information on X^T X in the trace), and
+the statistics posterior is then computed on the same runs (``post``) with:
+
+- ``default``: the package's default (X^T X from the trace, flat prior, the
+  off-diagonal's shrinkage grid);
+- ``oracle_diag`` / ``oracle_off`` / ``oracle_xtx``: the diagonal, the off-diagonal or
+  all of X^T X fixed at the private data's values (a yardstick, not private).
+
+Usage (from ``benchmarks/``)::
+
+    python ablation_linear/design_information.py run d5_n1000 0.3 --n-sim 200 [--recording-step 10]
+    python ablation_linear/design_information.py post d5_n1000 0.3 default oracle_xtx [--recording-step 10]
+
+The cache (about 4 MB per simulation) goes to ``$SKDPVI_ABLATION_CACHE`` (default
+``/tmp/skdpvi_ablation``); ``post`` prints TARP (authors' / prior references) and the
+per-coordinate z-scores and saves them to
+``results/ablation_linear_design_information.json``.
+"""
+
+import argparse
+import os
+import pickle
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+from joblib import Parallel, delayed
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import table2_linear as T2  # noqa: E402
+from _common import (_engine_settings, _study_seeds, load_cells, machine, save,  # noqa: E402
+                     tarp_table)
+
+from skdpvi import DPBayesianLinearRegression  # noqa: E402
+from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
+from skdpvi.noise_aware import statistics_posterior  # noqa: E402
+from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
+
+CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
+VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx")
+
+
+def _cache_path(config, eps, recording_step):
+    tag = f"_rec{recording_step:g}" if recording_step != 1 else ""
+    return os.path.join(CACHE, f"linear_{config}_{eps:g}{tag}.pkl")
+
+
+def _batch(seeds, config, settings):
+    torch.set_num_threads(1)
+    model = T2.model_of(config)
+    sims = [T2.simulate(config, np.random.default_rng(s)) for s in seeds]
+    runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims],
+                            random_states=[s % (2**31 - 16) for s in seeds], **settings)
+    out = []
+    for (X, y, theta), res in zip(sims, runs):
+        Xi = np.c_[X, np.ones(len(X))]
+        res.trace_phi = res.trace_phi.astype(np.float32)
+        res.trace_grad = res.trace_grad.astype(np.float32)
+        out.append((res, theta, Xi.T @ Xi))
+    return out
+
+
+def run(config, eps, n_sim, recording_step):
+    model = T2.model_of(config)
+    settings = _engine_settings(
+        model, epsilon=eps, clip_norm=T2.clip_of(config), n_steps=10_000, sampling_rate=0.1,
+        delta=1e-5, burn_in=0.2, preconditioner=None,
+        learning_rate_scale=DPBayesianLinearRegression._default_learning_rate_scale(
+            2 * model.n_params),
+        n_examples=T2.CONFIGS[config][1], record_trace=True)
+    if recording_step != 1:
+        n = model.n_params
+        settings["step_scales"] = (1.0, np.r_[np.full(n, recording_step), np.ones(n)])
+    # table2_linear.py's seeds for this epsilon
+    seeds = _study_seeds(int(eps * 1000), n_sim)
+    start = time.perf_counter()
+    out = Parallel(n_jobs=2)(delayed(_batch)(seeds[i:i + 25], config, settings)
+                             for i in range(0, n_sim, 25))
+    os.makedirs(CACHE, exist_ok=True)
+    with open(_cache_path(config, eps, recording_step), "wb") as f:
+        pickle.dump([o for part in out for o in part], f)
+    print(f"{config} eps {eps} recording step x{recording_step:g}: "
+          f"{time.perf_counter() - start:.0f} s")
+
+
+def _with_known_gram(stats, variant, gram):
+    """``stats`` with the variant's part of X^T X fixed at the private value."""
+    rows, cols = stats.rows, stats.cols
+    index = {"oracle_diag": np.flatnonzero(rows == cols),
+             "oracle_off": np.flatnonzero(rows != cols),
+             "oracle_xtx": np.arange(stats.n_vech)}[variant]
+    values = gram[rows[index], cols[index]]
+    stats.known_statistics = lambda: (index, values)
+    return stats
+
+
+def _one(run_, config, variant, seed):
+    res, theta, gram = run_
+    res.trace_phi = res.trace_phi.astype(float)
+    res.trace_grad = res.trace_grad.astype(float)
+    model = T2.model_of(config)
+    stats = model.data_statistics(T2.CONFIGS[config][1])
+    if variant != "default":
+        stats = _with_known_gram(stats, variant, gram)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        components, diag = statistics_posterior(res, stats, 1000, random_state=seed)
+    post = NoiseAwarePosterior.from_components(components, model, "statistics")
+    draws = post.sample(1000, random_state=seed, unconstrained=True)
+    return draws, post.to_unconstrained(theta), res.diagnostics["clipped_fraction"]
+
+
+def post(config, eps, variants, recording_step):
+    with open(_cache_path(config, eps, recording_step), "rb") as f:
+        runs = pickle.load(f)
+    name = "ablation_linear_design_information"
+    payload = {"machine": machine(), "cells": load_cells(name)}
+    for variant in variants:
+        out = Parallel(n_jobs=2)(delayed(_one)(r, config, variant, 7 + i)
+                                 for i, r in enumerate(runs))
+        draws = np.stack([o[0] for o in out])
+        theta = np.stack([o[1] for o in out])
+        rows = tarp_table({variant: draws}, theta, T2.prior_sampler_of(config), n_bootstrap=50)
+        z = (draws.mean(1) - theta) / draws.std(1)
+        row = rows[variant]
+        cell = {"config": config, "epsilon": eps, "recording_step": recording_step,
+                "variant": variant, "n_sim": len(runs),
+                "tarp_posterior": row["posterior"]["rmse"], "tarp_prior": row["prior"]["rmse"],
+                "tarp_se": [row["posterior"]["se"], row["prior"]["se"]],
+                "z_mean": z.mean(0).tolist(), "z_sd": z.std(0).tolist(),
+                "clipped_fraction": float(np.mean([o[2] for o in out]))}
+        payload["cells"][f"{config}_{eps:g}_rec{recording_step:g}_{variant}"] = cell
+        save(name, payload)
+        with np.printoptions(precision=2, suppress=True, linewidth=160):
+            print(f"{config} eps {eps} rec x{recording_step:g} {variant:12s} "
+                  f"TARP {cell['tarp_posterior']:.3f} / {cell['tarp_prior']:.3f}  "
+                  f"clipped {cell['clipped_fraction']:.3f}\n"
+                  f"  z mean {z.mean(0)}\n  z sd   {z.std(0)}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("run", "post"))
+    parser.add_argument("config", choices=sorted(T2.CONFIGS))
+    parser.add_argument("epsilon", type=float)
+    parser.add_argument("variants", nargs="*", default=["default"])
+    parser.add_argument("--n-sim", type=int, default=200)
+    parser.add_argument("--recording-step", type=float, default=1.0,
+                        help="multiplier of the means' step from burn-in on")
+    args = parser.parse_args()
+    if args.command == "run":
+        run(args.config, args.epsilon, args.n_sim, args.recording_step)
+    else:
+        unknown = set(args.variants) - set(VARIANTS)
+        if unknown:
+            parser.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
+        post(args.config, args.epsilon, args.variants, args.recording_step)
+
+
+if __name__ == "__main__":
+    main()
