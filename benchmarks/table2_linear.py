@@ -46,6 +46,8 @@ CONFIGS = {
     "d5_n1000": (5, 1000, 2.0, 5.0, 0.5, 0.0),
     # a correlated design (equicorrelated features), more features, the paper's prior
     "d20_rho0.5": (20, 5000, 1.0, 20.0, 0.5, 0.5),
+    # few features, many rows, a tight weight prior and a vague noise prior (sd ~ 0.7)
+    "d3_n20000": (3, 20000, 0.5, 3.0, 1.0, 0.2),
 }
 
 

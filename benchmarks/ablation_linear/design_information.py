@@ -10,12 +10,23 @@ the statistics posterior is then computed on the same runs (``post``) with:
 - ``default``: the package's default (X^T X from the trace, flat prior, the
   off-diagonal's shrinkage grid);
 - ``oracle_diag`` / ``oracle_off`` / ``oracle_xtx``: the diagonal, the off-diagonal or
-  all of X^T X fixed at the private data's values (a yardstick, not private).
+  all of X^T X fixed at the private data's values (a yardstick, not private);
+- ``--design-prior-power a``: the default with the scale-invariant prior
+  ``|X^T X|^(-a (p+1)/2)`` added to the prior predictive (``a = 1``: the marginal of a
+  Wishart design under a Jeffreys prior on its covariance).
+
+``bias`` prints the trace's estimate of the diagonal of X^T X (the Gaussian fit's
+mean) over the truth, on the first ``--n-sim`` cached runs; ``run --no-clipping``
+caches runs with a clip norm 100 times larger and the noise multiplier 100 times
+smaller (the same noise std, nothing clipped; not private at the nominal epsilon).
 
 Usage (from ``benchmarks/``)::
 
     python ablation_linear/design_information.py run d5_n1000 0.3 --n-sim 200 [--recording-step 10]
     python ablation_linear/design_information.py post d5_n1000 0.3 default oracle_xtx [--recording-step 10]
+    python ablation_linear/design_information.py post d5_n1000 0.3 --design-prior-power 1
+    python ablation_linear/design_information.py run d5_n1000 0.3 --n-sim 40 --no-clipping
+    python ablation_linear/design_information.py bias d5_n1000 0.3 --n-sim 40 [--no-clipping]
 
 The cache (about 4 MB per simulation) goes to ``$SKDPVI_ABLATION_CACHE`` (default
 ``/tmp/skdpvi_ablation``); ``post`` prints TARP (authors' / prior references) and the
@@ -48,8 +59,9 @@ CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
 VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx")
 
 
-def _cache_path(config, eps, recording_step):
+def _cache_path(config, eps, recording_step, no_clipping=False):
     tag = f"_rec{recording_step:g}" if recording_step != 1 else ""
+    tag += "_noclip" if no_clipping else ""
     return os.path.join(CACHE, f"linear_{config}_{eps:g}{tag}.pkl")
 
 
@@ -68,7 +80,7 @@ def _batch(seeds, config, settings):
     return out
 
 
-def run(config, eps, n_sim, recording_step):
+def run(config, eps, n_sim, recording_step, no_clipping=False):
     model = T2.model_of(config)
     settings = _engine_settings(
         model, epsilon=eps, clip_norm=T2.clip_of(config), n_steps=10_000, sampling_rate=0.1,
@@ -76,6 +88,9 @@ def run(config, eps, n_sim, recording_step):
         learning_rate_scale=DPBayesianLinearRegression._default_learning_rate_scale(
             2 * model.n_params),
         n_examples=T2.CONFIGS[config][1], record_trace=True)
+    if no_clipping:
+        settings["clip_norm"] *= 100.0
+        settings["noise_multiplier"] /= 100.0
     if recording_step != 1:
         n = model.n_params
         settings["step_scales"] = (1.0, np.r_[np.full(n, recording_step), np.ones(n)])
@@ -85,7 +100,7 @@ def run(config, eps, n_sim, recording_step):
     out = Parallel(n_jobs=2)(delayed(_batch)(seeds[i:i + 25], config, settings)
                              for i in range(0, n_sim, 25))
     os.makedirs(CACHE, exist_ok=True)
-    with open(_cache_path(config, eps, recording_step), "wb") as f:
+    with open(_cache_path(config, eps, recording_step, no_clipping), "wb") as f:
         pickle.dump([o for part in out for o in part], f)
     print(f"{config} eps {eps} recording step x{recording_step:g}: "
           f"{time.perf_counter() - start:.0f} s")
@@ -102,7 +117,30 @@ def _with_known_gram(stats, variant, gram):
     return stats
 
 
-def _one(run_, config, variant, seed):
+def _with_design_prior(power):
+    """Add ``-power (p + 1) / 2 log det X^T X`` to the linear model's prior predictive
+    (patched in the worker process that computes the posterior)."""
+    from skdpvi.models.linear_statistics import LinearRegressionStatistics as Statistics
+
+    original = getattr(Statistics, "_original_log_prior", Statistics.log_prior)
+    Statistics._original_log_prior = original
+    if not power:
+        Statistics.log_prior = original
+        return
+
+    def log_prior(self, eta):
+        out = original(self, eta)
+        ok = np.isfinite(out)
+        if ok.any():
+            gram = self.unpack(eta[ok])[0]
+            out[ok] -= power * 0.5 * (self.p + 1) * np.linalg.slogdet(gram)[1]
+        return out
+
+    Statistics.log_prior = log_prior
+
+
+def _one(run_, config, variant, seed, design_prior_power=0.0):
+    _with_design_prior(design_prior_power)
     res, theta, gram = run_
     res.trace_phi = res.trace_phi.astype(float)
     res.trace_grad = res.trace_grad.astype(float)
@@ -118,13 +156,13 @@ def _one(run_, config, variant, seed):
     return draws, post.to_unconstrained(theta), res.diagnostics["clipped_fraction"]
 
 
-def post(config, eps, variants, recording_step):
+def post(config, eps, variants, recording_step, design_prior_power=0.0):
     with open(_cache_path(config, eps, recording_step), "rb") as f:
         runs = pickle.load(f)
     name = "ablation_linear_design_information"
     payload = {"machine": machine(), "cells": load_cells(name)}
     for variant in variants:
-        out = Parallel(n_jobs=2)(delayed(_one)(r, config, variant, 7 + i)
+        out = Parallel(n_jobs=2)(delayed(_one)(r, config, variant, 7 + i, design_prior_power)
                                  for i, r in enumerate(runs))
         draws = np.stack([o[0] for o in out])
         theta = np.stack([o[1] for o in out])
@@ -132,37 +170,71 @@ def post(config, eps, variants, recording_step):
         z = (draws.mean(1) - theta) / draws.std(1)
         row = rows[variant]
         cell = {"config": config, "epsilon": eps, "recording_step": recording_step,
-                "variant": variant, "n_sim": len(runs),
+                "variant": variant, "design_prior_power": design_prior_power,
+                "n_sim": len(runs),
                 "tarp_posterior": row["posterior"]["rmse"], "tarp_prior": row["prior"]["rmse"],
                 "tarp_se": [row["posterior"]["se"], row["prior"]["se"]],
                 "z_mean": z.mean(0).tolist(), "z_sd": z.std(0).tolist(),
                 "clipped_fraction": float(np.mean([o[2] for o in out]))}
-        payload["cells"][f"{config}_{eps:g}_rec{recording_step:g}_{variant}"] = cell
+        key = f"{config}_{eps:g}_rec{recording_step:g}_{variant}"
+        key += f"_prior{design_prior_power:g}" if design_prior_power else ""
+        payload["cells"][key] = cell
         save(name, payload)
         with np.printoptions(precision=2, suppress=True, linewidth=160):
             print(f"{config} eps {eps} rec x{recording_step:g} {variant:12s} "
+                  f"design prior power {design_prior_power:g} "
                   f"TARP {cell['tarp_posterior']:.3f} / {cell['tarp_prior']:.3f}  "
                   f"clipped {cell['clipped_fraction']:.3f}\n"
                   f"  z mean {z.mean(0)}\n  z sd   {z.std(0)}", flush=True)
 
 
+def bias(config, eps, n_sim, no_clipping=False):
+    """The trace's estimate of diag X^T X over the truth, on the first n_sim runs."""
+    with open(_cache_path(config, eps, 1.0, no_clipping), "rb") as f:
+        runs = pickle.load(f)[:n_sim]
+    model = T2.model_of(config)
+    ratios, relative_sd = [], []
+    for i, (res, _, gram) in enumerate(runs):
+        res.trace_phi = res.trace_phi.astype(float)
+        res.trace_grad = res.trace_grad.astype(float)
+        stats = model.data_statistics(T2.CONFIGS[config][1])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, diag = statistics_posterior(res, stats, 1000, random_state=i)
+        d = stats.diagonal
+        ratios.append(diag["eta_mean"][d] / gram[stats.rows[d], stats.cols[d]])
+        relative_sd.append(diag["scale_relative_sd"])
+    ratios = np.array(ratios)
+    with np.printoptions(precision=3, suppress=True, linewidth=160):
+        print(f"{config} eps {eps}{' no clipping' if no_clipping else ''}, {len(runs)} runs: "
+              f"diag X^T X estimate / truth, mean {ratios.mean(0)}, sd {ratios.std(0)}; "
+              f"median relative posterior sd {np.median(relative_sd):.3f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("run", "post"))
+    parser.add_argument("command", choices=("run", "post", "bias"))
     parser.add_argument("config", choices=sorted(T2.CONFIGS))
     parser.add_argument("epsilon", type=float)
     parser.add_argument("variants", nargs="*", default=["default"])
     parser.add_argument("--n-sim", type=int, default=200)
     parser.add_argument("--recording-step", type=float, default=1.0,
                         help="multiplier of the means' step from burn-in on")
+    parser.add_argument("--no-clipping", action="store_true",
+                        help="run: clip norm x100, noise multiplier /100 (not private)")
+    parser.add_argument("--design-prior-power", type=float, default=0.0,
+                        help="post: the scale-invariant prior on X^T X to this power")
     args = parser.parse_args()
     if args.command == "run":
-        run(args.config, args.epsilon, args.n_sim, args.recording_step)
+        run(args.config, args.epsilon, args.n_sim, args.recording_step, args.no_clipping)
+    elif args.command == "bias":
+        bias(args.config, args.epsilon, args.n_sim, args.no_clipping)
     else:
         unknown = set(args.variants) - set(VARIANTS)
         if unknown:
             parser.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
-        post(args.config, args.epsilon, args.variants, args.recording_step)
+        post(args.config, args.epsilon, args.variants, args.recording_step,
+             args.design_prior_power)
 
 
 if __name__ == "__main__":
