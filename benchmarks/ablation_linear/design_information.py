@@ -107,11 +107,13 @@ def run(config, eps, n_sim, recording_step, no_clipping=False):
 
 
 def _with_known_gram(stats, variant, gram):
-    """``stats`` with the variant's part of X^T X fixed at the private value."""
+    """``stats`` with the variant's part of X^T X fixed at the private value (and the
+    model's own known statistics, the intercept's ``(X^T X)_pp = N``, kept)."""
     rows, cols = stats.rows, stats.cols
     index = {"oracle_diag": np.flatnonzero(rows == cols),
              "oracle_off": np.flatnonzero(rows != cols),
              "oracle_xtx": np.arange(stats.n_vech)}[variant]
+    index = np.union1d(index, stats.known_statistics()[0]).astype(int)
     values = gram[rows[index], cols[index]]
     stats.known_statistics = lambda: (index, values)
     return stats
