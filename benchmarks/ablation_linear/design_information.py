@@ -11,6 +11,12 @@ the statistics posterior is then computed on the same runs (``post``) with:
   off-diagonal's shrinkage grid);
 - ``oracle_diag`` / ``oracle_off`` / ``oracle_xtx``: the diagonal, the off-diagonal or
   all of X^T X fixed at the private data's values (a yardstick, not private);
+- ``clip_noise_variance``: the default with the noise variance's clip group
+  corrected for clipping (``LinearRegressionStatistics.correct_clipping =
+  "noise_variance"``: a one-dimensional integral over the residual);
+- ``clip_residual`` / ``clip_residual_1024``: every clip group corrected, exact in the
+  residual (``correct_clipping = True``, ``clipping_quadrature = "residual"``), with
+  256 / 1,024 nodes for x;
 - ``--design-prior-power a``: the default with the scale-invariant prior
   ``|X^T X|^(-a (p+1)/2)`` added to the prior predictive (``a = 1``: the marginal of a
   Wishart design under a Jeffreys prior on its covariance).
@@ -56,7 +62,8 @@ from skdpvi.noise_aware import statistics_posterior  # noqa: E402
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
-VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx")
+VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx", "clip_noise_variance",
+            "clip_residual", "clip_residual_1024")
 
 
 def _cache_path(config, eps, recording_step, no_clipping=False):
@@ -148,14 +155,21 @@ def _one(run_, config, variant, seed, design_prior_power=0.0):
     res.trace_grad = res.trace_grad.astype(float)
     model = T2.model_of(config)
     stats = model.data_statistics(T2.CONFIGS[config][1])
-    if variant != "default":
+    if variant == "clip_noise_variance":
+        stats.correct_clipping = "noise_variance"
+    elif variant.startswith("clip_residual"):
+        stats.correct_clipping = True
+        stats.clipping_quadrature = "residual"
+        stats.n_nodes = 1024 if variant.endswith("1024") else 256
+    elif variant != "default":
         stats = _with_known_gram(stats, variant, gram)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         components, diag = statistics_posterior(res, stats, 1000, random_state=seed)
     post = NoiseAwarePosterior.from_components(components, model, "statistics")
     draws = post.sample(1000, random_state=seed, unconstrained=True)
-    return draws, post.to_unconstrained(theta), res.diagnostics["clipped_fraction"]
+    return (draws, post.to_unconstrained(theta), res.diagnostics["clipped_fraction"],
+            diag["clipping_correction"])
 
 
 def post(config, eps, variants, recording_step, design_prior_power=0.0):
@@ -177,7 +191,9 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0):
                 "tarp_posterior": row["posterior"]["rmse"], "tarp_prior": row["prior"]["rmse"],
                 "tarp_se": [row["posterior"]["se"], row["prior"]["se"]],
                 "z_mean": z.mean(0).tolist(), "z_sd": z.std(0).tolist(),
-                "clipped_fraction": float(np.mean([o[2] for o in out]))}
+                "clipped_fraction": float(np.mean([o[2] for o in out])),
+                "clipping_correction": {k: sum(o[3] == k for o in out)
+                                        for k in sorted({o[3] for o in out})}}
         key = f"{config}_{eps:g}_rec{recording_step:g}_{variant}"
         key += f"_prior{design_prior_power:g}" if design_prior_power else ""
         payload["cells"][key] = cell
@@ -186,7 +202,7 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0):
             print(f"{config} eps {eps} rec x{recording_step:g} {variant:12s} "
                   f"design prior power {design_prior_power:g} "
                   f"TARP {cell['tarp_posterior']:.3f} / {cell['tarp_prior']:.3f}  "
-                  f"clipped {cell['clipped_fraction']:.3f}\n"
+                  f"clipped {cell['clipped_fraction']:.3f} {cell['clipping_correction']}\n"
                   f"  z mean {z.mean(0)}\n  z sd   {z.std(0)}", flush=True)
 
 
