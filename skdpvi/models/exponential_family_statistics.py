@@ -61,13 +61,15 @@ class GammaExponentialStatistics(DataStatistics):
         return J, r
 
     def per_example_predictive(self, eta):
-        # x ~ Exponential(rate) at the posterior mean rate, on 256 equal-probability
-        # nodes (midpoint quantiles): clipping makes the integrand kinked, where
-        # Gauss-Laguerre nodes got the correction's slope in eta 18-30 % wrong
+        # x ~ Exponential(rate) at the posterior mean rate, on a fine trapezoid grid
+        # up to 40 / rate: clipping makes the integrand kinked, where Gauss-Laguerre
+        # nodes got the correction's slope in eta 18-30 % wrong, and 256
+        # equal-probability nodes (the previous rule) the clipped loss 7 % low with
+        # 2 % of the rows clipped, 27 % with 0.5 % (their last node stops at the
+        # 0.998 quantile of a tail that clipping weighs linearly)
         a, b, n = self.model.prior_shape, self.model.prior_rate, self.n_examples
         rate = (a + n) / (b + max(float(eta[0]), 1e-12))
-        u = (np.arange(256) + 0.5) / 256
-        return (-np.log1p(-u) / rate)[:, None], np.full(256, 1.0 / 256)
+        return _exponential_grid(rate)
 
     def log_prior(self, eta):
         S = np.asarray(eta, float)[:, 0]
@@ -81,6 +83,14 @@ class GammaExponentialStatistics(DataStatistics):
         S = np.asarray(eta, float)[:, 0]
         a, b = self.model.prior_shape, self.model.prior_rate
         return GammaComponents(np.full(len(S), a + self.n_examples), b + S)
+
+
+def _exponential_grid(rate, n_points=1001, reach=40.0):
+    """Nodes and trapezoid weights (summing to 1) of Exponential(rate) on [0, reach / rate]."""
+    z = np.linspace(0.0, reach, n_points)
+    weights = np.exp(-z)
+    weights[[0, -1]] *= 0.5
+    return (z / rate)[:, None], weights / weights.sum()
 
 
 class BetaBernoulliStatistics(DataStatistics):

@@ -179,6 +179,43 @@ def test_clipping_correction_is_what_the_mechanism_clips(name):
     np.testing.assert_allclose(predicted, removed, rtol=0.05, atol=0.02 * np.abs(full / beta).max())
 
 
+@pytest.mark.parametrize("clipped", [0.2, 0.02, 0.005])
+def test_gamma_exponential_clipping_is_accurate_in_the_tail(clipped):
+    """The Exponential predictive's grid against one 200 times finer: the clipped loss
+    within 0.5 % and its slope in eta within 3 %, down to 0.5 % of the rows clipped
+    (the previous 256 equal-probability nodes: 7 % low at 2 %, 27 % at 0.5 %)."""
+    from skdpvi.models import exponential_family_statistics as efs
+    from skdpvi.models.statistics import clipping_correction
+
+    model, _, _, phi = _case("gamma_exponential")
+    n = 20_000
+    st = model.data_statistics(n)
+    eta = np.array([n / 1.3])
+    beta = np.r_[np.ones(model.n_params), np.full(model.n_params, 30.0)]
+
+    class Fine(efs.GammaExponentialStatistics):
+        def per_example_predictive(self, eta):
+            rate = (model.prior_shape + n) / (model.prior_rate + float(eta[0]))
+            return efs._exponential_grid(rate, n_points=200_001)
+
+    fine = Fine(model, n)
+    x, weights = fine.per_example_predictive(eta)
+    norms = np.sqrt(((fine.per_example_rows(phi[None], eta)[0] * beta) ** 2).sum(-1))
+    order = np.argsort(norms)
+    clip = norms[order][np.searchsorted(np.cumsum(weights[order]), 1 - clipped)]
+    step = 1e-4 * eta
+
+    def loss_and_slope(stats):
+        loss = clipping_correction(stats, phi[None], eta, beta, clip)[0]
+        slope = (clipping_correction(stats, phi[None], eta + step, beta, clip)[0]
+                 - clipping_correction(stats, phi[None], eta - step, beta, clip)[0]) / (2 * step)
+        return loss, slope
+
+    (loss, slope), (loss_ref, slope_ref) = loss_and_slope(st), loss_and_slope(fine)
+    np.testing.assert_allclose(loss, loss_ref, rtol=0.005)
+    np.testing.assert_allclose(slope, slope_ref, rtol=0.03)
+
+
 def test_clipped_design_has_the_slope_of_the_clipped_mechanism():
     """Gamma-Exponential, 20 % of the rows clipped: how the released (clipped) gradient
     changes with the statistic, measured on two data sets that differ only by a scale
