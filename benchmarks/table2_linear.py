@@ -75,11 +75,13 @@ def clip_of(config):
     return est._default_clip_norm(model_of(config))
 
 
-def one_batch(seeds, config, epsilon, n_steps, n_draws, model_clipping=False, n_nodes=256):
+def one_batch(seeds, config, epsilon, n_steps, n_draws, model_clipping=False, n_nodes=256,
+              quadrature="nodes"):
     torch.set_num_threads(1)
     # ablation: the linear model's clipping correction (off by default)
     LinearRegressionStatistics.correct_clipping = model_clipping
     LinearRegressionStatistics.n_nodes = n_nodes
+    LinearRegressionStatistics.clipping_quadrature = quadrature
     model = model_of(config)
     sims = [simulate(config, np.random.default_rng(s)) for s in seeds]
     lam_c = DPBayesianLinearRegression._default_learning_rate_scale(2 * model.n_params)
@@ -133,11 +135,15 @@ def main():
                         help="ablation: correct the linear model's design for clipping")
     parser.add_argument("--clipping-nodes", type=int, default=256,
                         help="nodes of the per-example predictive (with --model-clipping)")
+    parser.add_argument("--clipping-quadrature", choices=("nodes", "residual"), default="nodes",
+                        help="with --model-clipping: every group on the nodes (the results "
+                             "page's table) or exact in the residual (the package's)")
     args = parser.parse_args()
     if args.quick:
         args.n_sim, args.steps = 25, 2000
     name = "table2_linear" + ("" if args.config == "paper" else "_" + args.config)
     name += f"_model_clipping{args.clipping_nodes}" if args.model_clipping else ""
+    name += "_residual" if args.model_clipping and args.clipping_quadrature == "residual" else ""
     name += "_quick" if args.quick else ""
     payload = {"machine": machine(), "config": args.config, "settings": CONFIGS[args.config],
                "n_sim": args.n_sim, "steps": args.steps,
@@ -147,7 +153,7 @@ def main():
     for eps in args.epsilons:
         out, seconds = run_batched_study(
             lambda s: one_batch(s, args.config, eps, args.steps, 1000, args.model_clipping,
-                                args.clipping_nodes),
+                                args.clipping_nodes, args.clipping_quadrature),
             args.n_sim,
             seed=int(eps * 1000), n_jobs=args.n_jobs, batch_size=32)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}

@@ -17,6 +17,8 @@ the statistics posterior is then computed on the same runs (``post``) with:
 - ``clip_residual`` / ``clip_residual_1024``: every clip group corrected, exact in the
   residual (``correct_clipping = True``, ``clipping_quadrature = "residual"``), with
   256 / 1,024 nodes for x;
+- ``no_scale_rows``: the default without the coefficients' scale gradients in the
+  regression (``LinearRegressionStatistics.use_scale_gradients = False``);
 - ``--design-prior-power a``: the default with the scale-invariant prior
   ``|X^T X|^(-a (p+1)/2)`` added to the prior predictive (``a = 1``: the marginal of a
   Wishart design under a Jeffreys prior on its covariance).
@@ -63,7 +65,7 @@ from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
 VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx", "clip_noise_variance",
-            "clip_residual", "clip_residual_1024")
+            "clip_residual", "clip_residual_1024", "no_scale_rows")
 
 
 def _cache_path(config, eps, recording_step, no_clipping=False):
@@ -157,6 +159,8 @@ def _one(run_, config, variant, seed, design_prior_power=0.0):
     stats = model.data_statistics(T2.CONFIGS[config][1])
     if variant == "clip_noise_variance":
         stats.correct_clipping = "noise_variance"
+    elif variant == "no_scale_rows":
+        stats.use_scale_gradients = False
     elif variant.startswith("clip_residual"):
         stats.correct_clipping = True
         stats.clipping_quadrature = "residual"

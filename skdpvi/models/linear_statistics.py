@@ -26,9 +26,10 @@ Gaussian x with the moments of X^T X / N, Gaussian y given x around the least-sq
 fit) and the model's clip groups; the trace's regression is then corrected for it
 (:mod:`skdpvi.noise_aware.statistics_clipping`). The Gaussian x is an approximation:
 on real data with heavy-tailed or discrete features the prediction can be off, which
-the plug-in check of the post-processing catches when it does not settle. Off by
-default (``LinearRegressionStatistics.correct_clipping``; measurements on the
-results page).
+the plug-in check of the post-processing catches when it does not settle. With the
+model's clip groups the residual is integrated exactly
+(:meth:`LinearRegressionStatistics.residual_clipping_loss`). Off by default
+(``LinearRegressionStatistics.correct_clipping``; measurements on the results page).
 """
 
 import numpy as np
@@ -51,21 +52,30 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         N, the number of rows.
     """
 
-    #: Off by default: measured at K = 200 (results page, "Modelling the linear
-    #: model's clipping"), the correction helped where clipping biases the fit
-    #: (20 correlated features at epsilon 1: prior-reference TARP 0.045 -> 0.015,
-    #: noise-variance z mean -0.61 -> -0.27) but its fixed quadrature nodes bias
-    #: single coefficients wherever the trace is informative (10-D, epsilon 1:
-    #: z means up to +1.12 with 256 nodes) and it costs 2.5x the post-processing
-    #: time. The per-example predictive and the clipped sum are tested against
-    #: the mechanism; set True (class or instance) to use them.
+    #: Whether the post-processing corrects the design for the mechanism's clipping:
+    #: False (the default), True (every clip group, see ``clipping_quadrature``) or
+    #: "noise_variance" (that group only). Off by default, measured at K = 200
+    #: (results page, "The clipping the model did not see"): exact in the residual,
+    #: the correction leaves the coefficients unbiased and fixes the noise variance
+    #: where the coefficients' clipping biases it (3 features, 20,000 rows, epsilon
+    #: 1: z mean -0.33 -> -0.07), but it moves the noise variance up by 0.2-0.35 sd
+    #: in every design, also where it was unbiased (10-D, epsilon 0.3: -0.07 ->
+    #: +0.27), and costs 3-6 times the post-processing time.
     correct_clipping = False
+    #: Whether the coefficients' scale gradients enter the regression for eta. Their
+    #: Monte Carlo noise makes their clip group clip in ways the expected gradient
+    #: does not describe (20 correlated features at epsilon 1: 1-2 sd of the window's
+    #: mean gradient per coordinate), which biases the noise variance low there
+    #: (z mean -0.63; +0.07 without them); but at small epsilon they carry most of
+    #: the trace's information on the diagonal of X^T X (10-D, epsilon 0.1, without
+    #: them: TARP 0.082 / 0.090, intervals up to twice too wide). Kept by default.
+    use_scale_gradients = True
     #: Nodes of the per-example predictive (quasi-random: Sobol points).
-    n_nodes = 256
+    n_nodes = 1024
     #: How a model with clip groups integrates what clipping removes: "residual"
     #: (exact in the residual, :meth:`residual_clipping_loss`) or "nodes" (every
-    #: group on the nodes, the first implementation; biased where the trace is
-    #: informative).
+    #: group on the nodes, the first implementation: a fixed error that biased single
+    #: coefficients by up to 1.1 sd where the trace is informative).
     clipping_quadrature = "residual"
 
     def __init__(self, model, n_examples):
@@ -392,6 +402,12 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         out[:, p] = n * (lost * extra_m).sum(1)
         out[:, n_params + p] = n * (lost * extra_s).sum(1)
         return out
+
+    def unused_coordinates(self):
+        """The coefficients' scales, unless ``use_scale_gradients`` (see there)."""
+        if self.use_scale_gradients:
+            return np.zeros(0, dtype=int)
+        return self.model.n_params + np.arange(self.p)
 
     def clip_groups(self):
         """The linear model's three clip groups: means of w, (mu_u, rho_u), scales of w."""

@@ -186,6 +186,18 @@ class DataStatistics:
         """
         return None
 
+    def unused_coordinates(self):
+        """Coordinates of the released gradient that the regression for eta leaves out.
+
+        Returns
+        -------
+        ndarray of int
+            Positions in phi whose released gradients the model's design does not
+            describe well enough to learn eta from (they get zero precision). Empty
+            (the default): every coordinate is used.
+        """
+        return np.zeros(0, dtype=int)
+
     def gaussian_prior(self, eta_hat):
         """An optional Gaussian prior on eta, from a first estimate ``eta_hat``.
 
@@ -345,13 +357,13 @@ def clipping_correction(data_statistics, phi, eta, preconditioner, clip_norms):
     ndarray of shape (T, d), or None when the model has no per-example predictive.
     """
     eta = np.asarray(eta, float)
+    fast = getattr(data_statistics, "clipping_loss", None)
+    if fast is not None:  # a model's own shortcut (it has a predictive by construction)
+        return np.concatenate([fast(phi[start:start + 512], eta, preconditioner, clip_norms)
+                               for start in range(0, len(phi), 512)])
     predictive = data_statistics.per_example_predictive(eta)
     if predictive is None:
         return None
-    fast = getattr(data_statistics, "clipping_loss", None)
-    if fast is not None:
-        return np.concatenate([fast(phi[start:start + 512], eta, preconditioner, clip_norms)
-                               for start in range(0, len(phi), 512)])
     weights = predictive[1]
     n = data_statistics.n_examples
     index = data_statistics.clip_groups()

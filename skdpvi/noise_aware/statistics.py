@@ -158,6 +158,8 @@ def _trace_regression(result, data_statistics):
     grad = np.asarray(result.trace_grad[burn:], float)
     kappa = result.sampling_rate
     precision = (kappa / np.asarray(result.noise_std, float)) ** 2
+    precision = np.broadcast_to(precision, (phi.shape[1],)).copy()
+    precision[data_statistics.unused_coordinates()] = 0.0
     return phi, grad / kappa, precision
 
 
@@ -252,7 +254,8 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     if check:
         diagnostics.update(_statistics_split_check(
             regression["parts"], fit, regression["index"], regression["scale"],
-            regression["P"], regression["h"], regression["yy"], phi.size))
+            regression["P"], regression["h"], regression["yy"],
+            len(phi) * int(np.count_nonzero(precision))))
         diagnostics.update(_identification_check(data_statistics, fit))
     diagnostics.update(sampling)
     return components, diagnostics

@@ -291,3 +291,25 @@ def test_resampling_refuses_a_posterior_resting_on_a_few_possible_draws():
         draws, _ = _resample(_SupportStatistics(2.0), fit, 1000, np.random.default_rng(0),
                              None, strict=True)
     assert np.all(draws[:, 0] > 2.0) and len(np.unique(draws[:, 0])) > 100
+
+
+def test_unused_coordinates_leave_the_posterior_of_eta():
+    """``use_scale_gradients=False``: the coefficients' scale gradients get zero
+    precision, so a bias in them (what their unmodelled clipping does) leaves eta's
+    posterior unchanged, where with them it moves the diagonal of X^T X."""
+    st, eta, phi, grads = _linear_trace(np.random.default_rng(5))
+    scales = st.model.n_params + np.arange(st.p)
+    biased = grads.copy()
+    biased[:, scales] -= 3 * TAU
+    means = {}
+    for use in (True, False):
+        st.use_scale_gradients = use
+        for name, g in (("clean", grads), ("biased", biased)):
+            _, diag = statistics_posterior(_result(phi, g), st, 200, random_state=0,
+                                           check=False)
+            means[use, name] = diag["eta_mean"]
+    np.testing.assert_array_equal(st.unused_coordinates(), scales)
+    np.testing.assert_allclose(means[False, "clean"], means[False, "biased"])
+    diagonal = st.diagonal[:-1]  # the intercept's entry is known
+    moved = np.abs(means[True, "biased"] - means[True, "clean"])[diagonal]
+    assert np.all(moved > 0.1)  # the unused case agrees to rounding
