@@ -265,6 +265,18 @@ def _linear_clipping_case(n=20_000, shares="model"):
     return model, X, y, st, eta, phi, beta
 
 
+def _mechanism_rows(model, X, y, phi, beta):
+    """The mechanism's preconditioned per-example gradients of (X, y) at phi (4,000
+    centred draws: nearly their expectation), their unclipped sum over beta, and the
+    rows' norms."""
+    tensors = model.prepare_data(torch.tensor(X), torch.tensor(y))
+    eps = _centred_normal((4000, model.n_params), torch.Generator().manual_seed(0), "cpu")
+    rows = per_example_gradients(model, torch.tensor(phi), eps, tensors, len(y),
+                                 torch.tensor(beta))
+    full = torch.cat([r.sum(0) for r in rows]).numpy() / beta
+    return rows, full, torch.linalg.vector_norm(torch.cat(rows, 1), dim=1).numpy()
+
+
 @pytest.mark.parametrize("shares", ["model", None])
 def test_linear_clipping_correction_is_what_the_mechanism_clips(shares):
     """Linear regression, 20,000 Gaussian rows, a clip norm that clips 30 % of them (by
@@ -275,12 +287,7 @@ def test_linear_clipping_correction_is_what_the_mechanism_clips(shares):
     from skdpvi.models.statistics import clipping_correction
 
     model, X, y, st, eta, phi, beta = _linear_clipping_case(shares=shares)
-    tensors = model.prepare_data(torch.tensor(X), torch.tensor(y))
-    eps = _centred_normal((4000, model.n_params), torch.Generator().manual_seed(0), "cpu")
-    rows = per_example_gradients(model, torch.tensor(phi), eps, tensors, len(y),
-                                 torch.tensor(beta))
-    full = torch.cat([r.sum(0) for r in rows]).numpy() / beta
-    norms = torch.linalg.vector_norm(torch.cat(rows, 1), dim=1).numpy()
+    rows, full, norms = _mechanism_rows(model, X, y, phi, beta)
     clip = float(np.quantile(norms, 0.8))
     groups = (None if shares is None
               else (model.n_weights, group_clip_norms(clip, model.clip_shares)))
@@ -308,12 +315,7 @@ def test_noise_variance_clipping_is_what_the_mechanism_clips(quantile):
 
     model, X, y, st, eta, phi, beta = _linear_clipping_case()
     st.correct_clipping = "noise_variance"
-    tensors = model.prepare_data(torch.tensor(X), torch.tensor(y))
-    eps = _centred_normal((4000, model.n_params), torch.Generator().manual_seed(0), "cpu")
-    rows = per_example_gradients(model, torch.tensor(phi), eps, tensors, len(y),
-                                 torch.tensor(beta))
-    full = torch.cat([r.sum(0) for r in rows]).numpy() / beta
-    norms = torch.linalg.vector_norm(torch.cat(rows, 1), dim=1).numpy()
+    rows, full, norms = _mechanism_rows(model, X, y, phi, beta)
     clip_norms = group_clip_norms(float(np.quantile(norms, quantile)), model.clip_shares)
     clipped, _ = clip_and_sum(rows, 1.0, groups=(model.n_weights, clip_norms))
     removed = full - clipped.numpy() / beta
