@@ -365,18 +365,10 @@ def test_residual_clipping_quadrature_is_exact_in_the_residual(at_optimum):
     truth; the noise variance's within 2 % (nodes: 16 %)."""
     from skdpvi.models.statistics import clipping_correction
 
-    rng = np.random.default_rng(3)
-    model = LinearRegressionModel(2)
-    n = 400_000
-    X = rng.normal(size=(n, 2)) @ np.array([[1.0, 0.6], [0.0, 0.8]]) + [0.3, -0.2]
-    y = X @ [0.5, -0.3] + 0.2 + rng.normal(0, 0.3, n)
-    Xp = np.c_[X, np.ones(n)]
-    st = model.data_statistics(n)
-    eta = np.r_[(Xp.T @ Xp)[st.rows, st.cols], Xp.T @ y, y @ y]
-    phi = np.r_[0.4, -0.2, 0.1, -2.0, np.log(np.expm1([0.05, 0.04, 0.06, 0.2]))]
+    model, X, y, st, eta, phi, beta = _linear_clipping_case(n=400_000)
     if at_optimum:
-        phi[:3] = np.linalg.solve(Xp.T @ Xp, Xp.T @ y)
-    beta = np.r_[np.ones(model.n_params), np.full(model.n_params, 30.0)]
+        XtX, Xty, _ = st.unpack(eta)
+        phi[:3] = np.linalg.solve(XtX, Xty)
     truth, clip_norms = _linear_expected_loss(model, st, X, y, phi, beta, 0.8)
     st.n_nodes = 1024
     predicted = clipping_correction(st, phi[None], eta, beta, clip_norms)[0]
