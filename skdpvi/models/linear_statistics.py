@@ -319,8 +319,8 @@ class LinearRegressionStatistics(SymmetricBlockStatistics):
         integrated exactly: ``resid = e + x . delta`` (``delta = w_hat - mu_w``, e ~
         N(0, RSS / N)), and
 
-        - the coefficients' group, ``-E[1/sigma^2] resid x`` (the prior's ``r / N``
-          is left out of its norm: smaller by a factor of order N), is clipped where
+        - the coefficients' group, ``-E[1/sigma^2] resid x`` (the prior's share
+          ``r / N``, smaller by a factor of order N, is left out), is clipped where
           ``|resid| > c_x = C_w / (E[1/sigma^2] |beta_w x|)``, which removes
           ``-E[1/sigma^2] x E[(resid - c_x sign(resid)) 1{|resid| > c_x}]``, in closed
           form for Gaussian resid given x; x on the quasi-random nodes;
