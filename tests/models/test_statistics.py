@@ -333,7 +333,7 @@ def _linear_expected_loss(model, st, X, y, phi, beta, clip_quantile):
     gradients of the rows (X, y) (the mechanism's clipping without Monte Carlo), with
     the clip norm at a quantile of the rows' norms; and the group clip norms."""
     from skdpvi.dpvi.mechanism import group_clip_norms
-    from skdpvi.models.linear_statistics import _lost_fraction
+    from skdpvi.models.linear_clipping import _lost_fraction
 
     p, n_params, n = model.n_weights, model.n_params, len(y)
     Xp = np.c_[X, np.ones(n)]
