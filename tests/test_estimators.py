@@ -209,6 +209,20 @@ def test_bad_data_is_rejected(Est, reg_data):
         fitted.predict(X[:, :2])
 
 
+def test_linear_closed_form_elbo_gradients(reg_data):
+    X, y = reg_data
+    with pytest.raises(ValueError, match="elbo_gradients"):
+        DPBayesianLinearRegression(**QUICK, elbo_gradients="exact").fit(X, y)
+    est = DPBayesianLinearRegression(**QUICK, elbo_gradients="closed_form", random_state=3)
+    a = est.fit(X, y).sample_posterior(50, random_state=0)
+    b = clone(est).fit(X, y).sample_posterior(50, random_state=0)
+    np.testing.assert_array_equal(a, b)
+    mc = clone(est).set_params(elbo_gradients="monte_carlo").fit(X, y)
+    assert not np.array_equal(mc.sample_posterior(50, random_state=0), a)
+    # the same subsamples and DP noise (one random stream): close, not equal
+    assert np.abs(mc.coef_ - est.coef_).max() < 0.5 * a.std(0).max()
+
+
 def test_classifier_rejects_non_binary_targets(clf_data):
     X, y = clf_data
     est = DPBayesianLogisticRegression(**QUICK)

@@ -26,7 +26,9 @@ the statistics posterior is then computed on the same runs (``post``) with:
 ``bias`` prints the trace's estimate of the diagonal of X^T X (the Gaussian fit's
 mean) over the truth, on the first ``--n-sim`` cached runs; ``run --no-clipping``
 caches runs with a clip norm 100 times larger and the noise multiplier 100 times
-smaller (the same noise std, nothing clipped; not private at the nominal epsilon).
+smaller (the same noise std, nothing clipped; not private at the nominal epsilon);
+``--exact`` runs (and reads) DP-SGD with the linear model's exact expectations over q
+(``LinearRegressionModel(exact_expectations=True)``) instead of Monte Carlo draws.
 
 Usage (from ``benchmarks/``)::
 
@@ -35,6 +37,7 @@ Usage (from ``benchmarks/``)::
     python ablation_linear/design_information.py post d5_n1000 0.3 --design-prior-power 1
     python ablation_linear/design_information.py run d5_n1000 0.3 --n-sim 40 --no-clipping
     python ablation_linear/design_information.py bias d5_n1000 0.3 --n-sim 40 [--no-clipping]
+    python ablation_linear/design_information.py run paper 0.3 --exact   # then post ... --exact
 
 The cache (about 4 MB per simulation) goes to ``$SKDPVI_ABLATION_CACHE`` (default
 ``/tmp/skdpvi_ablation``); ``post`` prints TARP (authors' / prior references) and the
@@ -68,15 +71,17 @@ VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx", "clip_noise_va
             "clip_residual", "clip_residual_1024", "no_scale_rows")
 
 
-def _cache_path(config, eps, recording_step, no_clipping=False):
+def _cache_path(config, eps, recording_step, no_clipping=False, exact=False):
     tag = f"_rec{recording_step:g}" if recording_step != 1 else ""
     tag += "_noclip" if no_clipping else ""
+    tag += "_exact" if exact else ""
     return os.path.join(CACHE, f"linear_{config}_{eps:g}{tag}.pkl")
 
 
-def _batch(seeds, config, settings):
+def _batch(seeds, config, settings, exact=False):
     torch.set_num_threads(1)
     model = T2.model_of(config)
+    model.exact_expectations = exact
     sims = [T2.simulate(config, np.random.default_rng(s)) for s in seeds]
     runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims],
                             random_states=[s % (2**31 - 16) for s in seeds], **settings)
@@ -89,7 +94,7 @@ def _batch(seeds, config, settings):
     return out
 
 
-def run(config, eps, n_sim, recording_step, no_clipping=False):
+def run(config, eps, n_sim, recording_step, no_clipping=False, exact=False):
     model = T2.model_of(config)
     settings = _engine_settings(
         model, epsilon=eps, clip_norm=T2.clip_of(config), n_steps=10_000, sampling_rate=0.1,
@@ -106,10 +111,10 @@ def run(config, eps, n_sim, recording_step, no_clipping=False):
     # table2_linear.py's seeds for this epsilon
     seeds = _study_seeds(int(eps * 1000), n_sim)
     start = time.perf_counter()
-    out = Parallel(n_jobs=2)(delayed(_batch)(seeds[i:i + 25], config, settings)
+    out = Parallel(n_jobs=2)(delayed(_batch)(seeds[i:i + 25], config, settings, exact)
                              for i in range(0, n_sim, 25))
     os.makedirs(CACHE, exist_ok=True)
-    with open(_cache_path(config, eps, recording_step, no_clipping), "wb") as f:
+    with open(_cache_path(config, eps, recording_step, no_clipping, exact), "wb") as f:
         pickle.dump([o for part in out for o in part], f)
     print(f"{config} eps {eps} recording step x{recording_step:g}: "
           f"{time.perf_counter() - start:.0f} s")
@@ -176,8 +181,8 @@ def _one(run_, config, variant, seed, design_prior_power=0.0):
             diag["clipping_correction"])
 
 
-def post(config, eps, variants, recording_step, design_prior_power=0.0):
-    with open(_cache_path(config, eps, recording_step), "rb") as f:
+def post(config, eps, variants, recording_step, design_prior_power=0.0, exact=False):
+    with open(_cache_path(config, eps, recording_step, exact=exact), "rb") as f:
         runs = pickle.load(f)
     name = "ablation_linear_design_information"
     payload = {"machine": machine(), "cells": load_cells(name)}
@@ -190,7 +195,7 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0):
         z = (draws.mean(1) - theta) / draws.std(1)
         row = rows[variant]
         cell = {"config": config, "epsilon": eps, "recording_step": recording_step,
-                "variant": variant, "design_prior_power": design_prior_power,
+                "variant": variant, "exact_expectations": exact, "design_prior_power": design_prior_power,
                 "n_sim": len(runs),
                 "tarp_posterior": row["posterior"]["rmse"], "tarp_prior": row["prior"]["rmse"],
                 "tarp_se": [row["posterior"]["se"], row["prior"]["se"]],
@@ -200,10 +205,12 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0):
                                         for k in sorted({o[3] for o in out})}}
         key = f"{config}_{eps:g}_rec{recording_step:g}_{variant}"
         key += f"_prior{design_prior_power:g}" if design_prior_power else ""
+        key += "_exact" if exact else ""
         payload["cells"][key] = cell
         save(name, payload)
         with np.printoptions(precision=2, suppress=True, linewidth=160):
             print(f"{config} eps {eps} rec x{recording_step:g} {variant:12s} "
+                  f"{'exact expectations ' if exact else ''}"
                   f"design prior power {design_prior_power:g} "
                   f"TARP {cell['tarp_posterior']:.3f} / {cell['tarp_prior']:.3f}  "
                   f"clipped {cell['clipped_fraction']:.3f} {cell['clipping_correction']}\n"
@@ -246,9 +253,12 @@ def main():
                         help="run: clip norm x100, noise multiplier /100 (not private)")
     parser.add_argument("--design-prior-power", type=float, default=0.0,
                         help="post: the scale-invariant prior on X^T X to this power")
+    parser.add_argument("--exact", action="store_true",
+                        help="DP-SGD with the model's exact expectations over q, not draws")
     args = parser.parse_args()
     if args.command == "run":
-        run(args.config, args.epsilon, args.n_sim, args.recording_step, args.no_clipping)
+        run(args.config, args.epsilon, args.n_sim, args.recording_step, args.no_clipping,
+            args.exact)
     elif args.command == "bias":
         bias(args.config, args.epsilon, args.n_sim, args.no_clipping)
     else:
@@ -256,7 +266,7 @@ def main():
         if unknown:
             parser.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
         post(args.config, args.epsilon, args.variants, args.recording_step,
-             args.design_prior_power)
+             args.design_prior_power, args.exact)
 
 
 if __name__ == "__main__":

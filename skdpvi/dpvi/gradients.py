@@ -35,6 +35,19 @@ def _regulariser(grad_prior, eps, rho, scale, n_examples):
     return torch.cat([g_mu, g_rho], -1) / n_examples
 
 
+def _expected_regulariser(model, mu, rho, scale, n_examples):
+    """:func:`_regulariser_gradient` as an exact expectation over q (the models with
+    ``exact_expectations``): the entropy term is exact already."""
+    mean, with_eps = model.expected_prior_gradients(mu, scale)
+    dscale = torch.sigmoid(rho)
+    return torch.cat([-mean, -dscale / scale - with_eps * dscale], -1) / n_examples
+
+
+def uses_exact_expectations(model):
+    """Whether the engine takes ``model``'s exact expectations over q, not draws."""
+    return bool(getattr(model, "exact_expectations", False))
+
+
 def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=None):
     """Gradients of the per-example negative ELBO with respect to phi = (mu, rho).
 
@@ -65,10 +78,20 @@ def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=Non
     n = model.n_params
     real = batch[0].dtype
     mu, rho = phi[:n], phi[n:]
-    theta = (mu + F.softplus(rho) * eps).to(real)
-    eps_r, rho_r = eps.to(real), rho.to(real)
-    grad_mean, grad_eps = model.likelihood_gradients(theta, eps_r, *batch)
-    reg = _regulariser_gradient(model, theta, eps_r, rho_r, n_examples)
+    rho_r = rho.to(real)
+    if uses_exact_expectations(model):
+        mu_r, scale_r = mu.to(real), F.softplus(rho_r)
+        r_mean, r_eps, extra_mean, extra_eps = model.expected_glm_gradients(
+            mu_r, scale_r, *batch)
+        X = batch[0]
+        grad_mean = torch.cat([r_mean.unsqueeze(-1) * X, extra_mean], -1)
+        grad_eps = torch.cat([r_eps * X, extra_eps], -1)
+        reg = _expected_regulariser(model, mu_r, rho_r, scale_r, n_examples)
+    else:
+        theta = (mu + F.softplus(rho) * eps).to(real)
+        eps_r = eps.to(real)
+        grad_mean, grad_eps = model.likelihood_gradients(theta, eps_r, *batch)
+        reg = _regulariser_gradient(model, theta, eps_r, rho_r, n_examples)
     beta = torch.ones(2 * n, dtype=real, device=reg.device) if preconditioner is None \
         else preconditioner.to(real)
     beta_mu, beta_rho = beta[:n], beta[n:]

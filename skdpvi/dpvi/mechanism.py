@@ -19,7 +19,7 @@ longer shrinks the others (its noise-variance gradient), which would bias them.
 import torch
 import torch.nn.functional as F
 
-from .gradients import _regulariser
+from .gradients import _expected_regulariser, _regulariser, uses_exact_expectations
 
 __all__ = ["clip_and_sum", "glm_clip_and_sum", "group_clip_norms", "privatize", "release"]
 
@@ -203,6 +203,8 @@ class _GLMClip:
         self.group_norms = group_norms
         self.beta_mu, self.beta_rho = preconditioner[: self.n], preconditioner[self.n:]
         self.beta_w = self.beta_mu[: self.p]
+        self.model = model
+        self.exact = uses_exact_expectations(model)
         if batched and not getattr(model, "broadcasts_lead_axes", False):
             from torch.func import vmap
 
@@ -216,12 +218,19 @@ class _GLMClip:
         n, p = self.n, self.p
         mu, rho = phi[..., :n], phi[..., n:]
         scale = F.softplus(rho)
-        theta = torch.addcmul(mu.unsqueeze(-2), scale.unsqueeze(-2), eps)
-        reg = _regulariser(self.grad_prior(theta), eps, rho, scale, self.n_examples)
-        # grad_eps is linear in eps: weighting eps gives beta_rho * dscale * grad_eps directly
         weight = self.beta_rho * torch.sigmoid(rho)
-        r_mean, r_eps, extra_mean, extra_eps = self.glm_gradients(
-            theta, eps * weight.unsqueeze(-2), X, y)
+        if self.exact:
+            reg = _expected_regulariser(self.model, mu, rho, scale, self.n_examples)
+            r_mean, r_eps, extra_mean, extra_eps = self.model.expected_glm_gradients(
+                mu, scale, X, y)
+            r_eps = r_eps * weight[..., :p].unsqueeze(-2)
+            extra_eps = extra_eps * weight[..., p:].unsqueeze(-2)
+        else:
+            theta = torch.addcmul(mu.unsqueeze(-2), scale.unsqueeze(-2), eps)
+            reg = _regulariser(self.grad_prior(theta), eps, rho, scale, self.n_examples)
+            # grad_eps is linear in eps: weighting eps gives beta_rho * dscale * grad_eps
+            r_mean, r_eps, extra_mean, extra_eps = self.glm_gradients(
+                theta, eps * weight.unsqueeze(-2), X, y)
         a, c = reg[..., :n] * self.beta_mu, reg[..., n:] * self.beta_rho
         a_w = a[..., :p]
         # in place of r_eps, which is not needed again: one block of B x p less

@@ -8,6 +8,9 @@ from sklearn.base import RegressorMixin
 from ..models import LinearRegressionModel
 from ._base import _BaseDPBayesianRegression, _to_seed
 
+#: The ``elbo_gradients`` of :class:`DPBayesianLinearRegression`.
+ELBO_GRADIENTS = ("monte_carlo", "closed_form")
+
 
 class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     """Differentially private Bayesian linear regression (NA-DPVI).
@@ -40,6 +43,15 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     scale_preconditioning : float or "auto", default="auto"
         See :class:`DPBayesianLogisticRegression`.
     n_mc_samples : int, default=10
+        Monte Carlo draws per step of the ELBO's gradient (unused with
+        ``elbo_gradients="closed_form"``).
+    elbo_gradients : {"monte_carlo", "closed_form"}, default="monte_carlo"
+        How DP-SGD computes each example's ELBO gradient. "monte_carlo" averages
+        over ``n_mc_samples`` reparameterised draws (the paper's DPVI);
+        "closed_form" takes the exact expectation over the variational posterior
+        (closed form in the coefficients, Gauss-Hermite quadrature in the noise
+        variance), which removes the Monte Carlo noise from the released gradients.
+        The privacy mechanism (sampling, clipping, noise) is the same.
     burn_in : float or int, default=0.2
     inference : {"statistics", "emcee", "exact", "laplace", "last_iterate"}, default="statistics"
         Post-processing. "statistics" (the default) infers the data statistics
@@ -107,10 +119,10 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, max_iter=10_000, sampling_rate=0.1,
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
-                 scale_preconditioning="auto", n_mc_samples=10, burn_in=0.2,
-                 inference="statistics", n_posterior_samples=1000, prior_weight_scale=2.0,
-                 prior_noise_shape=20.0, prior_noise_scale=0.5, fit_intercept=True,
-                 device="cpu", random_state=None, verbose=0):
+                 scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
+                 burn_in=0.2, inference="statistics", n_posterior_samples=1000,
+                 prior_weight_scale=2.0, prior_noise_shape=20.0, prior_noise_scale=0.5,
+                 fit_intercept=True, device="cpu", random_state=None, verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
@@ -120,6 +132,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             fit_intercept=fit_intercept, device=device, random_state=random_state,
             verbose=verbose,
         )
+        self.elbo_gradients = elbo_gradients
         self.prior_weight_scale = prior_weight_scale
         self.prior_noise_shape = prior_noise_shape
         self.prior_noise_scale = prior_noise_scale
@@ -136,9 +149,13 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.floating)) and value > 0):
                 raise ValueError(f"{name} must be a number > 0, got {value!r}.")
+        if self.elbo_gradients not in ELBO_GRADIENTS:
+            raise ValueError(f"elbo_gradients must be one of {ELBO_GRADIENTS}, got "
+                             f"{self.elbo_gradients!r}.")
         return LinearRegressionModel(n_features, self.prior_weight_scale,
                                      self.prior_noise_shape, self.prior_noise_scale,
-                                     self.fit_intercept)
+                                     self.fit_intercept,
+                                     exact_expectations=self.elbo_gradients == "closed_form")
 
     def _default_clip_norm(self, model):
         prior_var = model.noise_scale / max(model.noise_shape - 1.0, 1.0)

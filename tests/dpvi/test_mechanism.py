@@ -115,3 +115,33 @@ def test_group_clip_norms_rejects_bad_shares():
         group_clip_norms(1.0, {"weights": 0, "extra": 0, "scales": 0})
     with pytest.raises(ValueError, match="clip shares"):
         group_clip_norms(1.0, {"weights": -1, "scales": 1})
+
+
+def test_exact_expectations_glm_path_equals_dense_path_and_the_monte_carlo_limit():
+    from skdpvi.dpvi import group_clip_norms
+
+    model = LinearRegressionModel(3, exact_expectations=True)
+    data, phi, eps, beta = _grouped_rows(model)
+    mu_rows, rho_rows = per_example_gradients(model, phi, eps, data, 500, beta)
+    # the draws are not used: any eps gives the same rows
+    again = per_example_gradients(model, phi, 5 * eps, data, 500, beta)
+    torch.testing.assert_close(torch.cat(again, 1), torch.cat([mu_rows, rho_rows], 1))
+    clip = float(torch.linalg.vector_norm(torch.cat([mu_rows, rho_rows], 1), dim=1).median())
+    norms = group_clip_norms(clip, model.clip_shares)
+    p = model.n_weights
+    dense_sum, dense_norms = clip_and_sum((mu_rows, rho_rows), clip, groups=(p, norms))
+    row_sq = ((data[0] * beta[:p]) ** 2).sum(1)
+    glm_sum, glm_norms = glm_clip_and_sum(model, phi, eps, data, 500, beta, clip, row_sq,
+                                          group_norms=norms)
+    assert (dense_norms > clip).sum() >= 10
+    torch.testing.assert_close(glm_sum, dense_sum, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(glm_norms, dense_norms, rtol=1e-9, atol=1e-9)
+    # the Monte Carlo rows of the same model average to the exact ones
+    mc_model = LinearRegressionModel(3)
+    gen = torch.Generator().manual_seed(0)
+    many = torch.stack([torch.cat(per_example_gradients(
+        mc_model, phi, torch.randn(1000, model.n_params, generator=gen, dtype=torch.float64),
+        data, 500, beta), 1) for _ in range(100)])  # 100 x 1,000 draws
+    mean, se = many.mean(0), many.std(0) / 10
+    exact = torch.cat([mu_rows, rho_rows], 1)
+    assert float(((exact - mean) / (se + 1e-12)).abs().max()) < 5

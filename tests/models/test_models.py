@@ -86,3 +86,45 @@ def test_param_names():
     assert LinearRegressionModel(2).param_names == (
         "coef[0]", "coef[1]", "intercept", "noise_variance")
     assert LogisticRegressionModel(2, fit_intercept=False).param_names == ("coef[0]", "coef[1]")
+
+
+def _mc_limit(values):
+    """Mean over draws (axis 0) and its standard error."""
+    return values.mean(0), values.std(0) / np.sqrt(values.shape[0])
+
+
+def test_linear_exact_expectations_are_the_monte_carlo_limit():
+    # what the engine's draws estimate, without their Monte Carlo noise: every
+    # coordinate of the per-example and prior expectations within 5 standard errors
+    # of 200,000 draws (and the errors small, so the check has teeth)
+    torch.manual_seed(0)
+    model = LinearRegressionModel(3, exact_expectations=True)
+    n, p = model.n_params, model.n_weights
+    mu = torch.tensor([0.4, -0.3, 0.8, 0.1, -1.0], dtype=torch.float64)
+    scale = torch.tensor([0.3, 0.1, 0.2, 0.15, 0.4], dtype=torch.float64)
+    X, y = model.prepare_data(torch.randn(6, 3, dtype=torch.float64),
+                              torch.randn(6, dtype=torch.float64))
+    eps = torch.randn(200_000, n, dtype=torch.float64)
+    theta = mu + scale * eps
+    inv = 1 / torch.nn.functional.softplus(theta[:, -1:])
+    resid = y - theta[:, :p] @ X.T  # (S, B)
+    dll_du = (0.5 * resid**2 * inv - 0.5) * inv * torch.sigmoid(theta[:, -1:])
+    draws = {
+        "r_mean": inv * resid,
+        "r_eps": (inv * resid)[:, :, None] * eps[:, None, :p],
+        "extra_mean": dll_du[:, :, None],
+        "extra_eps": (dll_du * eps[:, -1:])[:, :, None],
+    }
+    exact = dict(zip(draws, model.expected_glm_gradients(mu, scale, X, y)))
+    prior = model.grad_log_prior_unconstrained(theta)
+    draws["prior"], draws["prior_eps"] = prior, prior * eps
+    exact["prior"], exact["prior_eps"] = model.expected_prior_gradients(mu, scale)
+    for name, values in draws.items():
+        mean, se = _mc_limit(values)
+        assert exact[name].shape == mean.shape, name
+        z = ((exact[name] - mean) / se).abs().max()
+        assert z < 5, (name, float(z))
+        assert float((se / (mean.abs() + se)).median()) < 0.05, name
+    # and the model's Monte Carlo path agrees with the draws above
+    mc = model.glm_gradients(theta, eps, X, y)
+    torch.testing.assert_close(mc[0], draws["r_mean"].mean(0))
