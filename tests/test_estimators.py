@@ -209,11 +209,14 @@ def test_bad_data_is_rejected(Est, reg_data):
         fitted.predict(X[:, :2])
 
 
-def test_linear_closed_form_elbo_gradients(reg_data):
+@pytest.mark.parametrize("Est", [DPBayesianLinearRegression, DPBayesianLogisticRegression])
+def test_closed_form_elbo_gradients(Est, reg_data):
     X, y = reg_data
+    y = (y > 0).astype(int) if Est is DPBayesianLogisticRegression else y
     with pytest.raises(ValueError, match="elbo_gradients"):
-        DPBayesianLinearRegression(**QUICK, elbo_gradients="exact").fit(X, y)
-    est = DPBayesianLinearRegression(**QUICK, elbo_gradients="closed_form", random_state=3)
+        Est(**QUICK, elbo_gradients="exact").fit(X, y)
+    est = Est(**QUICK, elbo_gradients="closed_form", random_state=3)
+    assert est._engine_settings(*X.shape).engine["model"].exact_expectations
     a = est.fit(X, y).sample_posterior(50, random_state=0)
     b = clone(est).fit(X, y).sample_posterior(50, random_state=0)
     np.testing.assert_array_equal(a, b)
@@ -221,6 +224,7 @@ def test_linear_closed_form_elbo_gradients(reg_data):
     assert not np.array_equal(mc.sample_posterior(50, random_state=0), a)
     # the same subsamples and DP noise (one random stream): close, not equal
     assert np.abs(mc.coef_ - est.coef_).max() < 0.5 * a.std(0).max()
+    assert not mc._engine_settings(*X.shape).engine["model"].exact_expectations
 
 
 def test_classifier_rejects_non_binary_targets(clf_data):

@@ -55,6 +55,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         learning_rate_scale="auto",
         scale_preconditioning="auto",
         n_mc_samples=10,
+        elbo_gradients="monte_carlo",
         burn_in=0.2,
         inference="statistics",
         n_posterior_samples=1000,
@@ -72,6 +73,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         self.learning_rate_scale = learning_rate_scale
         self.scale_preconditioning = scale_preconditioning
         self.n_mc_samples = n_mc_samples
+        self.elbo_gradients = elbo_gradients
         self.burn_in = burn_in
         self.inference = inference
         self.n_posterior_samples = n_posterior_samples

@@ -8,9 +8,6 @@ from sklearn.base import RegressorMixin
 from ..models import LinearRegressionModel
 from ._base import _BaseDPBayesianRegression, _to_seed
 
-#: The ``elbo_gradients`` of :class:`DPBayesianLinearRegression`.
-ELBO_GRADIENTS = ("monte_carlo", "closed_form")
-
 
 class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     """Differentially private Bayesian linear regression (NA-DPVI).
@@ -47,11 +44,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         ``elbo_gradients="closed_form"``).
     elbo_gradients : {"monte_carlo", "closed_form"}, default="monte_carlo"
         How DP-SGD computes each example's ELBO gradient. "monte_carlo" averages
-        over ``n_mc_samples`` reparameterised draws (the paper's DPVI);
+        over ``n_mc_samples`` reparameterised draws shared by the batch (the
+        paper's DPVI);
         "closed_form" takes the exact expectation over the variational posterior
         (closed form in the coefficients, Gauss-Hermite quadrature in the noise
         variance), which removes the Monte Carlo noise from the released gradients.
-        The privacy mechanism (sampling, clipping, noise) is the same.
+        Sampling, clipping, noise and accounting are the same.
     burn_in : float or int, default=0.2
     inference : {"statistics", "emcee", "exact", "laplace", "last_iterate"}, default="statistics"
         Post-processing. "statistics" (the default) infers the data statistics
@@ -128,11 +126,11 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             clip_norm=clip_norm, learning_rate=learning_rate,
             learning_rate_scale=learning_rate_scale,
             scale_preconditioning=scale_preconditioning, n_mc_samples=n_mc_samples,
-            burn_in=burn_in, inference=inference, n_posterior_samples=n_posterior_samples,
+            elbo_gradients=elbo_gradients, burn_in=burn_in, inference=inference,
+            n_posterior_samples=n_posterior_samples,
             fit_intercept=fit_intercept, device=device, random_state=random_state,
             verbose=verbose,
         )
-        self.elbo_gradients = elbo_gradients
         self.prior_weight_scale = prior_weight_scale
         self.prior_noise_shape = prior_noise_shape
         self.prior_noise_scale = prior_noise_scale
@@ -149,13 +147,9 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.floating)) and value > 0):
                 raise ValueError(f"{name} must be a number > 0, got {value!r}.")
-        if self.elbo_gradients not in ELBO_GRADIENTS:
-            raise ValueError(f"elbo_gradients must be one of {ELBO_GRADIENTS}, got "
-                             f"{self.elbo_gradients!r}.")
         return LinearRegressionModel(n_features, self.prior_weight_scale,
                                      self.prior_noise_shape, self.prior_noise_scale,
-                                     self.fit_intercept,
-                                     exact_expectations=self.elbo_gradients == "closed_form")
+                                     self.fit_intercept)
 
     def _default_clip_norm(self, model):
         prior_var = model.noise_scale / max(model.noise_shape - 1.0, 1.0)

@@ -61,7 +61,15 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         their per-example gradients stay inside their clipping budget (see the
         user guide).
     n_mc_samples : int, default=10
-        Monte Carlo draws per DP-SGD step.
+        Monte Carlo draws per step of the ELBO's gradient (unused with
+        ``elbo_gradients="closed_form"``).
+    elbo_gradients : {"monte_carlo", "closed_form"}, default="monte_carlo"
+        How DP-SGD computes each example's ELBO gradient. "monte_carlo" averages
+        over ``n_mc_samples`` reparameterised draws shared by the batch (the
+        paper's DPVI); "closed_form" takes the exact expectation over the
+        variational posterior (Gauss-Hermite quadrature of each example's Gaussian
+        logit), which removes the Monte Carlo noise from the released gradients.
+        Sampling, clipping, noise and accounting are the same.
     burn_in : float or int, default=0.2
         Fraction of max_iter (float) or number of steps (int) discarded before the
         post-processing.
@@ -157,15 +165,16 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, max_iter=10_000, sampling_rate=0.1,
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
-                 scale_preconditioning="auto", n_mc_samples=10, burn_in=0.2,
-                 inference="emcee", n_posterior_samples=1000, error_model="diagonal",
-                 prior_scale=1.0, fit_intercept=True, device="cpu", random_state=None,
+                 scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
+                 burn_in=0.2, inference="emcee", n_posterior_samples=1000,
+                 error_model="diagonal", prior_scale=1.0, fit_intercept=True, device="cpu", random_state=None,
                  verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
             learning_rate_scale=learning_rate_scale,
             scale_preconditioning=scale_preconditioning, n_mc_samples=n_mc_samples,
+            elbo_gradients=elbo_gradients,
             burn_in=burn_in, inference=inference, n_posterior_samples=n_posterior_samples,
             fit_intercept=fit_intercept, device=device, random_state=random_state,
             verbose=verbose,

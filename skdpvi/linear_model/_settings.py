@@ -23,6 +23,9 @@ from ..noise_aware import INFERENCE_METHODS
 from ..utils.validation import is_int, is_real
 from ._reporting import _progress, _warn_if_delta_meaningless
 
+#: The ``elbo_gradients`` of the estimators.
+ELBO_GRADIENTS = ("monte_carlo", "closed_form")
+
 #: The default post-processing of models with data statistics, and every method
 #: ``inference=`` accepts.
 STATISTICS = "statistics"
@@ -78,6 +81,9 @@ class _SettingsMixin:
                 raise ValueError(f"{name} must be 'auto' or a number > 0, got {value!r}.")
         if not is_int(self.n_mc_samples) or self.n_mc_samples < 1:
             raise ValueError(f"n_mc_samples must be an integer >= 1, got {self.n_mc_samples!r}.")
+        if self.elbo_gradients not in ELBO_GRADIENTS:
+            raise ValueError(f"elbo_gradients must be one of {ELBO_GRADIENTS}, got "
+                             f"elbo_gradients={self.elbo_gradients!r}.")
         if self.inference not in _INFERENCE:
             raise ValueError(
                 f"inference must be one of {_INFERENCE}, got inference={self.inference!r}."
@@ -126,6 +132,7 @@ class _SettingsMixin:
         """
         burn_in = self._check_params(n_samples)
         model = self._make_model(n_features)
+        model.exact_expectations = self.elbo_gradients == "closed_form"
         if self.inference == STATISTICS and model.data_statistics(n_samples) is None:
             raise ValueError(
                 f"inference='statistics' needs a model with data statistics; "

@@ -128,3 +128,24 @@ def test_linear_exact_expectations_are_the_monte_carlo_limit():
     # and the model's Monte Carlo path agrees with the draws above
     mc = model.glm_gradients(theta, eps, X, y)
     torch.testing.assert_close(mc[0], draws["r_mean"].mean(0))
+
+
+def test_logistic_exact_expectations_are_the_monte_carlo_limit():
+    torch.manual_seed(1)
+    model = LogisticRegressionModel(3, exact_expectations=True)
+    mu = torch.tensor([0.4, -0.3, 0.8, 0.1], dtype=torch.float64)
+    scale = torch.tensor([0.3, 0.5, 0.2, 0.4], dtype=torch.float64)
+    X, y = model.prepare_data(torch.randn(6, 3, dtype=torch.float64) * 2,
+                              torch.randint(0, 2, (6,)).double())
+    eps = torch.randn(200_000, model.n_params, dtype=torch.float64)
+    theta = mu + scale * eps
+    r = y - torch.sigmoid(theta @ X.T)  # (S, B)
+    draws = {"r_mean": r, "r_eps": r[:, :, None] * eps[:, None, :]}
+    exact = dict(zip(draws, model.expected_glm_gradients(mu, scale, X, y)))
+    prior = model.grad_log_prior_unconstrained(theta)
+    draws["prior"], draws["prior_eps"] = prior, prior * eps
+    exact["prior"], exact["prior_eps"] = model.expected_prior_gradients(mu, scale)
+    for name, values in draws.items():
+        mean, se = _mc_limit(values)
+        assert exact[name].shape == mean.shape, name
+        assert float(((exact[name] - mean) / se).abs().max()) < 5, name
