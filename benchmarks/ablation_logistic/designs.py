@@ -38,6 +38,9 @@ correction; the same computation as ``+dense``), ``dense+wanderdf``,
 ``emcee+hess`` / ``emcee+hess<f>`` (linear-response components from the true or a
 noised Hessian released with the share f of the run's mu^2).
 
+``--exact`` runs DP-SGD with the model's exact expectations over q
+(``elbo_gradients="closed_form"``) on the same seeds (the same subsamples and noise).
+
 Run: python benchmarks/ablation_logistic/designs.py --design gaussian --d 5 --n 5000 \
          --epsilon 1 --k 200 [--clip-mult 1] [--burn-in 0.5] [--methods emcee exact last_iterate]
 """
@@ -542,9 +545,13 @@ def main():
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--save", default=None, help="name of a JSON in benchmarks/results")
+    parser.add_argument("--exact", action="store_true",
+                        help="DP-SGD with exact expectations over q (elbo_gradients="
+                             "'closed_form'), not Monte Carlo draws")
     args = parser.parse_args()
     simulate, model, n_examples = (gaussian_design(args.d, args.n, args.rho)
                                    if args.design == "gaussian" else correlated_design())
+    model.exact_expectations = args.exact
     est = DPBayesianLogisticRegression()
     settings = _engine_settings(
         model, epsilon=args.epsilon, clip_norm=math.sqrt(model.n_params) * args.clip_mult,
@@ -569,7 +576,8 @@ def main():
     floor, (lo, hi) = coverage_rmse_floor(args.k, random_state=0)
     label = (f"{args.design} d={model.n_params - 1} N={n_examples} rho={args.rho} "
              f"epsilon={args.epsilon} K={args.k} clip x{args.clip_mult} lr x{args.lr_mult} "
-             f"burn-in {args.burn_in} steps x{args.burn_in_step} / x{args.recording_step}")
+             f"burn-in {args.burn_in} steps x{args.burn_in_step} / x{args.recording_step}"
+             f"{' exact expectations' if args.exact else ''}")
     clipped = float(np.mean([o[2] for o in out]))
     print(f"{label}: clipped fraction {clipped:.4f}, {time.perf_counter() - start:.0f} s; "
           f"calibrated TARP at this K: {floor:.3f} ({lo:.3f}-{hi:.3f})")

@@ -81,11 +81,7 @@ def per_example_gradients(model, phi, eps, batch, n_examples, preconditioner=Non
     rho_r = rho.to(real)
     if uses_exact_expectations(model):
         mu_r, scale_r = mu.to(real), F.softplus(rho_r)
-        r_mean, r_eps, extra_mean, extra_eps = model.expected_glm_gradients(
-            mu_r, scale_r, *batch)
-        X = batch[0]
-        grad_mean = torch.cat([r_mean.unsqueeze(-1) * X, extra_mean], -1)
-        grad_eps = torch.cat([r_eps * X, extra_eps], -1)
+        grad_mean, grad_eps = model.expected_likelihood_gradients(mu_r, scale_r, *batch)
         reg = _expected_regulariser(model, mu_r, rho_r, scale_r, n_examples)
     else:
         theta = (mu + F.softplus(rho) * eps).to(real)

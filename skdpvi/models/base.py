@@ -6,7 +6,10 @@ engine works on the *unconstrained* parameter ``theta`` (shape ``(..., n_params)
 the model maps it to the constrained space where needed.
 """
 
+import functools
+
 import torch
+from numpy.polynomial.hermite_e import hermegauss
 
 
 class Model:
@@ -21,6 +24,14 @@ class Model:
     """
 
     param_names = ()
+
+    #: Whether the engine takes exact expectations over q (:meth:`expected_likelihood_gradients`,
+    #: :meth:`expected_prior_gradients`) instead of Monte Carlo averages over its draws.
+    exact_expectations = False
+    #: Gauss-Hermite nodes per parameter of the generic exact expectations.
+    n_quadrature_nodes = 16
+    #: The generic exact expectations' tensor grid grows like nodes^n_params.
+    MAX_QUADRATURE_PARAMS = 3
 
     @property
     def n_params(self):
@@ -122,6 +133,54 @@ class Model:
         grad = torch.func.grad(lambda t: self.log_likelihood(t, *data).sum())(theta_b)
         return average_over_draws(grad, eps)
 
+    def _quadrature_grid(self, like):
+        """Tensor-product Gauss-Hermite nodes z (M, n) and weights (M,) for N(0, I_n)."""
+        n = self.n_params
+        if n > self.MAX_QUADRATURE_PARAMS:
+            raise NotImplementedError(
+                f"{type(self).__name__} has {n} parameters: exact expectations need a "
+                f"closed form above {self.MAX_QUADRATURE_PARAMS} (use Monte Carlo gradients).")
+        z, w = gauss_hermite(self.n_quadrature_nodes, like.dtype, like.device)
+        grids = torch.meshgrid(*([z] * n), indexing="ij")
+        weights = torch.meshgrid(*([w] * n), indexing="ij")
+        return (torch.stack([g.reshape(-1) for g in grids], -1),
+                torch.stack([g.reshape(-1) for g in weights], -1).prod(-1))
+
+    def expected_likelihood_gradients(self, mu, scale, *data):
+        """:meth:`likelihood_gradients`'s two outputs as exact expectations over q.
+
+        ``E[grad log p(x_i | theta)]`` and ``E[grad log p(x_i | theta) * eps]`` with
+        theta = mu + scale * eps, eps ~ N(0, I), by tensor-product Gauss-Hermite
+        quadrature (models with at most ``MAX_QUADRATURE_PARAMS`` parameters; the
+        regression models override it with closed forms). Uses only
+        :meth:`likelihood_gradients`, whose second output is linear in ``eps``:
+        weighted "draws" give the weighted sums.
+
+        Parameters
+        ----------
+        mu, scale : torch.Tensor of shape (n_params,)
+        *data : torch.Tensor
+
+        Returns
+        -------
+        grad_mean, grad_eps : torch.Tensor of shape (B, n_params)
+        """
+        z, w = self._quadrature_grid(mu)
+        theta = mu + scale * z
+        m = w.shape[0] * w
+        _, mean = self.likelihood_gradients(theta, m[:, None].expand_as(z), *data)
+        _, with_eps = self.likelihood_gradients(theta, z * m[:, None], *data)
+        return mean, with_eps
+
+    def expected_prior_gradients(self, mu, scale):
+        """``E_q[g]`` and ``E_q[g * eps]`` of :meth:`grad_log_prior_unconstrained` g.
+
+        Gauss-Hermite quadrature as :meth:`expected_likelihood_gradients`.
+        """
+        z, w = self._quadrature_grid(mu)
+        g = self.grad_log_prior_unconstrained(mu + scale * z)  # (M, n)
+        return w @ g, (w[:, None] * z * g).sum(0)
+
 
 class GLMModel(Model):
     """A model whose first ``n_weights`` parameters enter only through ``x_i @ w``.
@@ -162,6 +221,30 @@ class GLMModel(Model):
         r_mean, r_eps, extra_mean, extra_eps = self.glm_gradients(theta, eps, X, y)
         return (torch.cat([r_mean[:, None] * X, extra_mean], 1),
                 torch.cat([r_eps * X, extra_eps], 1))
+
+    def expected_glm_gradients(self, mu, scale, X, y):
+        """:meth:`glm_gradients` as exact expectations over q (``eps`` of unit weight).
+
+        Parameters
+        ----------
+        mu, scale : torch.Tensor of shape (..., n_params)
+        X : torch.Tensor of shape (..., B, n_weights)
+        y : torch.Tensor of shape (..., B)
+        """
+        raise NotImplementedError
+
+    def expected_likelihood_gradients(self, mu, scale, X, y):
+        r_mean, r_eps, extra_mean, extra_eps = self.expected_glm_gradients(mu, scale, X, y)
+        return (torch.cat([r_mean.unsqueeze(-1) * X, extra_mean], -1),
+                torch.cat([r_eps * X, extra_eps], -1))
+
+
+@functools.lru_cache(maxsize=16)
+def gauss_hermite(n_nodes, dtype, device):
+    """Gauss-Hermite nodes and normalised weights for N(0, 1), as tensors."""
+    nodes, weights = hermegauss(n_nodes)
+    return (torch.as_tensor(nodes, dtype=dtype, device=device),
+            torch.as_tensor(weights / weights.sum(), dtype=dtype, device=device))
 
 
 def average_over_draws(grad, eps):

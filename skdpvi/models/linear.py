@@ -1,21 +1,12 @@
 """Bayesian linear regression with a normal-inverse-gamma prior (paper eq. 28)."""
 
-import functools
 import math
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from numpy.polynomial.hermite_e import hermegauss
 
-from .base import GLMModel, softplus_inverse
-
-
-@functools.lru_cache(maxsize=16)
-def _gauss_hermite(n_nodes, dtype, device):
-    nodes, weights = hermegauss(n_nodes)
-    return (torch.as_tensor(nodes, dtype=dtype, device=device),
-            torch.as_tensor(weights / weights.sum(), dtype=dtype, device=device))
+from .base import GLMModel, gauss_hermite, softplus_inverse
 
 
 class LinearRegressionModel(GLMModel):
@@ -51,9 +42,6 @@ class LinearRegressionModel(GLMModel):
     #: glm_gradients and grad_log_prior_unconstrained broadcast over lead axes (the
     #: runs of the lockstep engine), which then calls them without vmap
     broadcasts_lead_axes = True
-
-    #: Gauss-Hermite nodes in the noise variance's coordinate of the exact expectations
-    n_quadrature_nodes = 16
 
     def __init__(self, n_features, weight_scale=2.0, noise_shape=20.0, noise_scale=0.5,
                  fit_intercept=True, exact_expectations=False):
@@ -142,7 +130,7 @@ class LinearRegressionModel(GLMModel):
 
     def _quadrature(self, like):
         """Gauss-Hermite nodes and normalised weights for N(0, 1), as tensors like ``like``."""
-        return _gauss_hermite(self.n_quadrature_nodes, like.dtype, like.device)
+        return gauss_hermite(self.n_quadrature_nodes, like.dtype, like.device)
 
     def _noise_moments(self, mu_u, scale_u):
         """Expectations over u ~ N(mu_u, scale_u^2) of the noise variance's factors.

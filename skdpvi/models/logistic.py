@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .base import GLMModel
+from .base import GLMModel, gauss_hermite
 
 
 class LogisticRegressionModel(GLMModel):
@@ -27,9 +27,6 @@ class LogisticRegressionModel(GLMModel):
     #: glm_gradients and grad_log_prior_unconstrained broadcast over lead axes (the
     #: runs of the lockstep engine), which then calls them without vmap
     broadcasts_lead_axes = True
-
-    #: Gauss-Hermite nodes of the exact expectations over each example's logit
-    n_quadrature_nodes = 16
 
     def __init__(self, n_features, prior_scale=1.0, fit_intercept=True,
                  exact_expectations=False):
@@ -92,9 +89,7 @@ class LogisticRegressionModel(GLMModel):
         r_mean, r_eps, extra_mean, extra_eps
             As :meth:`glm_gradients` with ``eps`` of unit weight (no extra blocks).
         """
-        from .linear import _gauss_hermite
-
-        z, w = _gauss_hermite(self.n_quadrature_nodes, X.dtype, X.device)
+        z, w = gauss_hermite(self.n_quadrature_nodes, X.dtype, X.device)
         mean = (X @ mu.unsqueeze(-1)).squeeze(-1)  # (..., B)
         sd = ((X * X) @ (scale * scale).unsqueeze(-1)).sqrt()  # (..., B, 1)
         prob = torch.sigmoid(mean.unsqueeze(-1) + sd * z)  # (..., B, K)

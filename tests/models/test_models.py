@@ -149,3 +149,44 @@ def test_logistic_exact_expectations_are_the_monte_carlo_limit():
         mean, se = _mc_limit(values)
         assert exact[name].shape == mean.shape, name
         assert float(((exact[name] - mean) / se).abs().max()) < 5, name
+
+
+@pytest.mark.parametrize("model", [GammaExponentialModel(), BetaBernoulliModel(),
+                                   DirichletCategoricalModel()],
+                         ids=["gamma", "beta", "dirichlet"])
+def test_generic_exact_expectations_are_the_monte_carlo_limit(model):
+    # tensor-product Gauss-Hermite through the model's own likelihood_gradients
+    torch.manual_seed(2)
+    n = model.n_params
+    mu = torch.linspace(-0.5, 0.7, n, dtype=torch.float64)
+    scale = torch.linspace(0.2, 0.5, n, dtype=torch.float64)
+    if isinstance(model, GammaExponentialModel):
+        x = torch.rand(5, dtype=torch.float64) * 3
+    elif isinstance(model, BetaBernoulliModel):
+        x = torch.tensor([0.0, 1.0, 1.0, 0.0, 1.0], dtype=torch.float64)
+    else:
+        x = torch.tensor([0.0, 1.0, 2.0, 2.0, 1.0], dtype=torch.float64)
+    exact_mean, exact_eps = model.expected_likelihood_gradients(mu, scale, x)
+    assert exact_mean.shape == exact_eps.shape == (5, n)
+    # 20 independent Monte Carlo estimates of 10,000 draws each: their spread is the
+    # standard error
+    chunks = []
+    for _ in range(20):
+        eps = torch.randn(10_000, n, dtype=torch.float64)
+        theta = mu + scale * eps
+        prior = model.grad_log_prior_unconstrained(theta)
+        chunks.append(torch.stack([*model.likelihood_gradients(theta, eps, x),
+                                   prior.mean(0).expand(5, n),
+                                   (prior * eps).mean(0).expand(5, n)]))
+    mean, se = _mc_limit(torch.stack(chunks))
+    exact = torch.stack([exact_mean, exact_eps,
+                         *(e.expand(5, n) for e in model.expected_prior_gradients(mu, scale))])
+    assert float(((exact - mean) / se).abs().max()) < 5
+
+
+def test_generic_exact_expectations_refuse_large_models():
+    class Big(GammaExponentialModel):
+        param_names = ("a", "b", "c", "d")
+
+    with pytest.raises(NotImplementedError, match="closed form"):
+        Big().expected_prior_gradients(torch.zeros(4), torch.ones(4))
