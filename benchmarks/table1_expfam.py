@@ -9,6 +9,9 @@ post-processing: the sufficient statistic's posterior and the conjugate posterio
 given it), ``exact`` and ``emcee`` (the paper's gradient model of phi*) and
 ``last_iterate`` (naive), all on the same DP-SGD runs.
 
+``--exact`` runs DP-SGD with the models' exact expectations over q (Gauss-Hermite)
+instead of Monte Carlo draws, on the same seeds.
+
 Run: python benchmarks/table1_expfam.py --quick      (K=25, T=2000)
      python benchmarks/table1_expfam.py --n-sim 500  (paper scale)
 """
@@ -38,9 +41,10 @@ MODELS = {
 }
 
 
-def one_batch(seeds, name, epsilon, n_steps, methods=METHODS):
+def one_batch(seeds, name, epsilon, n_steps, methods=METHODS, exact=False):
     torch.set_num_threads(1)
     model, simulate = MODELS[name]
+    model.exact_expectations = exact
     sims = [simulate(5000, random_state=s) for s in seeds]
     fits = fit_all_backends_batched(model, [(np.asarray(x, float),) for x, _ in sims],
                                     [s % (2**31 - 16) for s in seeds], epsilon=epsilon,
@@ -73,10 +77,13 @@ def main():
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--exact", action="store_true",
+                        help="DP-SGD with exact expectations over q, not Monte Carlo draws")
+    parser.add_argument("--save", default=None, help="results name (default table1_expfam)")
     args = parser.parse_args()
     if args.quick:
         args.n_sim, args.steps = 25, 2000
-    name = "table1_expfam" + ("_quick" if args.quick else "")
+    name = args.save or ("table1_expfam" + ("_quick" if args.quick else ""))
     payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps,
                "epsilon": args.epsilon,
                "cells": load_cells(name, n_sim=args.n_sim, steps=args.steps,
@@ -84,7 +91,7 @@ def main():
                "floor": rmse_floor(args.n_sim)}
     for model in args.models:
         out, seconds = run_batched_study(
-            lambda s: one_batch(s, model, args.epsilon, args.steps, args.methods),
+            lambda s: one_batch(s, model, args.epsilon, args.steps, args.methods, args.exact),
             args.n_sim, seed=zlib.crc32(model.encode()) % 10_000, n_jobs=args.n_jobs)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
         theta = np.stack([o[1] for o in out])

@@ -45,13 +45,13 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         N, the number of rows.
     """
 
-    #: Whether the coefficients' scale gradients enter the regression for eta. Their
-    #: Monte Carlo noise makes their clip group clip in ways the expected gradient
-    #: does not describe (20 correlated features at epsilon 1: 1-2 sd of the window's
-    #: mean gradient per coordinate), which biases the noise variance low there
-    #: (z mean -0.63; +0.07 without them); but at small epsilon they carry most of
-    #: the trace's information on the diagonal of X^T X (10-D, epsilon 0.1, without
-    #: them: TARP 0.082 / 0.090, intervals up to twice too wide). Kept by default.
+    #: Whether the coefficients' scale gradients enter the regression for eta. With
+    #: 20 correlated features at epsilon 1 the noise variance comes out low with them
+    #: (z mean -0.63; +0.07 without them), also when exact expectations remove their
+    #: Monte Carlo noise (-0.59): they contradict the clipped mean rows on the
+    #: diagonal of X^T X. But at small epsilon they carry most of the trace's
+    #: information on that diagonal (10-D, epsilon 0.1, without them: TARP 0.082 /
+    #: 0.090, intervals up to twice too wide). Kept by default.
     use_scale_gradients = True
 
     def __init__(self, model, n_examples):
