@@ -27,13 +27,22 @@ CASES = {
     "logistic": (LogisticRegressionModel(3), [_logistic_data(k) for k in range(3)],
                  dict(clip_norm=1.0, preconditioner=30.0)),
 }
+# the same with exact expectations over q instead of Monte Carlo draws
+_exact_dirichlet = DirichletCategoricalModel()
+_exact_dirichlet.exact_expectations = True
+CASES.update(
+    linear_exact=(LinearRegressionModel(4, exact_expectations=True), *CASES["linear"][1:]),
+    dirichlet_exact=(_exact_dirichlet, *CASES["dirichlet"][1:]),
+    logistic_exact=(LogisticRegressionModel(3, exact_expectations=True),
+                    *CASES["logistic"][1:]),
+)
 
 
 @pytest.mark.parametrize("glm_path", [False, True], ids=["dense", "glm"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_each_run_equals_the_single_run_with_its_seed(case, glm_path, monkeypatch):
     model, datasets, extra = CASES[case]
-    if glm_path and case == "dirichlet":
+    if glm_path and case.startswith("dirichlet"):
         pytest.skip("not a GLM")
     monkeypatch.setattr(dpvi, "_GLM_PATH_MIN_BLOCK", 0 if glm_path else float("inf"))
     kwargs = dict(noise_multiplier=1.5, sampling_rate=0.1, n_steps=700, burn_in=150,
@@ -54,7 +63,7 @@ def test_each_run_equals_the_single_run_with_its_seed(case, glm_path, monkeypatc
                                        rtol=1e-3, atol=1e-6)
         assert got.stats.count == want.stats.count
         np.testing.assert_array_equal(got.preconditioner, want.preconditioner)
-    if case == "linear":
+    if case.startswith("linear"):
         assert batched[0].diagnostics["clipped_fraction"] > 0.05  # clipping is exercised
     assert not np.allclose(batched[0].phi, batched[2].phi)
 
