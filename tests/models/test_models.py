@@ -93,6 +93,20 @@ def _mc_limit(values):
     return values.mean(0), values.std(0) / np.sqrt(values.shape[0])
 
 
+def _check_glm_expectations(model, mu, scale, X, y, theta, eps, draws):
+    """The model's exact expectations (GLM part and prior) within 5 standard errors of
+    the per-draw values ``draws`` (and the prior's at ``theta``); the errors small."""
+    exact = dict(zip(draws, model.expected_glm_gradients(mu, scale, X, y)))
+    prior = model.grad_log_prior_unconstrained(theta)
+    draws = {**draws, "prior": prior, "prior_eps": prior * eps}
+    exact["prior"], exact["prior_eps"] = model.expected_prior_gradients(mu, scale)
+    for name, values in draws.items():
+        mean, se = _mc_limit(values)
+        assert exact[name].shape == mean.shape, name
+        assert float(((exact[name] - mean) / se).abs().max()) < 5, name
+        assert float((se / (mean.abs() + se)).median()) < 0.05, name
+
+
 def test_linear_exact_expectations_are_the_monte_carlo_limit():
     # what the engine's draws estimate, without their Monte Carlo noise: every
     # coordinate of the per-example and prior expectations within 5 standard errors
@@ -115,16 +129,7 @@ def test_linear_exact_expectations_are_the_monte_carlo_limit():
         "extra_mean": dll_du[:, :, None],
         "extra_eps": (dll_du * eps[:, -1:])[:, :, None],
     }
-    exact = dict(zip(draws, model.expected_glm_gradients(mu, scale, X, y)))
-    prior = model.grad_log_prior_unconstrained(theta)
-    draws["prior"], draws["prior_eps"] = prior, prior * eps
-    exact["prior"], exact["prior_eps"] = model.expected_prior_gradients(mu, scale)
-    for name, values in draws.items():
-        mean, se = _mc_limit(values)
-        assert exact[name].shape == mean.shape, name
-        z = ((exact[name] - mean) / se).abs().max()
-        assert z < 5, (name, float(z))
-        assert float((se / (mean.abs() + se)).median()) < 0.05, name
+    _check_glm_expectations(model, mu, scale, X, y, theta, eps, draws)
     # and the model's Monte Carlo path agrees with the draws above
     mc = model.glm_gradients(theta, eps, X, y)
     torch.testing.assert_close(mc[0], draws["r_mean"].mean(0))
@@ -141,14 +146,7 @@ def test_logistic_exact_expectations_are_the_monte_carlo_limit():
     theta = mu + scale * eps
     r = y - torch.sigmoid(theta @ X.T)  # (S, B)
     draws = {"r_mean": r, "r_eps": r[:, :, None] * eps[:, None, :]}
-    exact = dict(zip(draws, model.expected_glm_gradients(mu, scale, X, y)))
-    prior = model.grad_log_prior_unconstrained(theta)
-    draws["prior"], draws["prior_eps"] = prior, prior * eps
-    exact["prior"], exact["prior_eps"] = model.expected_prior_gradients(mu, scale)
-    for name, values in draws.items():
-        mean, se = _mc_limit(values)
-        assert exact[name].shape == mean.shape, name
-        assert float(((exact[name] - mean) / se).abs().max()) < 5, name
+    _check_glm_expectations(model, mu, scale, X, y, theta, eps, draws)
 
 
 @pytest.mark.parametrize("model", [GammaExponentialModel(), BetaBernoulliModel(),
