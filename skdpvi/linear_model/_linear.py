@@ -45,11 +45,11 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     elbo_gradients : {"monte_carlo", "closed_form"}, default="monte_carlo"
         How DP-SGD computes each example's ELBO gradient. "monte_carlo" averages
         over ``n_mc_samples`` reparameterised draws shared by the batch (the
-        paper's DPVI);
-        "closed_form" takes the exact expectation over the variational posterior
-        (closed form in the coefficients, Gauss-Hermite quadrature in the noise
-        variance), which removes the Monte Carlo noise from the released gradients.
-        Sampling, clipping, noise and accounting are the same.
+        paper's DPVI); "closed_form" takes the exact expectation over the
+        variational posterior (closed form in the coefficients, Gauss-Hermite
+        quadrature in the noise variance), which removes the Monte Carlo noise from
+        the released gradients. Sampling, clipping, noise and accounting are the
+        same; measured, neither calibrates better (results page).
     burn_in : float or int, default=0.2
     inference : {"statistics", "emcee", "exact", "laplace", "last_iterate"}, default="statistics"
         Post-processing. "statistics" (the default) infers the data statistics

@@ -69,7 +69,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         paper's DPVI); "closed_form" takes the exact expectation over the
         variational posterior (Gauss-Hermite quadrature of each example's Gaussian
         logit), which removes the Monte Carlo noise from the released gradients.
-        Sampling, clipping, noise and accounting are the same.
+        Sampling, clipping, noise and accounting are the same; measured, neither
+        calibrates better (results page).
     burn_in : float or int, default=0.2
         Fraction of max_iter (float) or number of steps (int) discarded before the
         post-processing.
@@ -167,8 +168,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
                  burn_in=0.2, inference="emcee", n_posterior_samples=1000,
-                 error_model="diagonal", prior_scale=1.0, fit_intercept=True, device="cpu", random_state=None,
-                 verbose=0):
+                 error_model="diagonal", prior_scale=1.0, fit_intercept=True, device="cpu",
+                 random_state=None, verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
