@@ -80,6 +80,8 @@ def main():
     parser.add_argument("--exact", action="store_true",
                         help="DP-SGD with exact expectations over q, not Monte Carlo draws")
     parser.add_argument("--save", default=None, help="results name (default table1_expfam)")
+    parser.add_argument("--seed-offset", type=int, default=0,
+                        help="added to each model's study seed: a second, independent study")
     args = parser.parse_args()
     if args.quick:
         args.n_sim, args.steps = 25, 2000
@@ -92,7 +94,8 @@ def main():
     for model in args.models:
         out, seconds = run_batched_study(
             lambda s: one_batch(s, model, args.epsilon, args.steps, args.methods, args.exact),
-            args.n_sim, seed=zlib.crc32(model.encode()) % 10_000, n_jobs=args.n_jobs)
+            args.n_sim, seed=zlib.crc32(model.encode()) % 10_000 + args.seed_offset,
+            n_jobs=args.n_jobs)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}
         theta = np.stack([o[1] for o in out])
         rows = tarp_table(samples, theta, prior_sampler_for(model))
