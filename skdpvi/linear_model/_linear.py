@@ -43,13 +43,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         Monte Carlo draws per step of the ELBO's gradient (unused with
         ``elbo_gradients="closed_form"``).
     elbo_gradients : {"monte_carlo", "closed_form"}, default="monte_carlo"
-        How DP-SGD computes each example's ELBO gradient. "monte_carlo" averages
-        over ``n_mc_samples`` reparameterised draws shared by the batch (the
-        paper's DPVI); "closed_form" takes the exact expectation over the
-        variational posterior (closed form in the coefficients, Gauss-Hermite
-        quadrature in the noise variance), which removes the Monte Carlo noise from
-        the released gradients. Sampling, clipping, noise and accounting are the
-        same; measured, neither calibrates better (results page).
+        See :class:`DPBayesianLogisticRegression`; here "closed_form" is exact in
+        the coefficients and Gauss-Hermite quadrature in the noise variance.
     burn_in : float or int, default=0.2
     inference : {"statistics", "emcee", "exact", "laplace", "last_iterate"}, default="statistics"
         Post-processing. "statistics" (the default) infers the data statistics

@@ -66,6 +66,11 @@ def test_each_run_equals_the_single_run_with_its_seed(case, glm_path, monkeypatc
     if case.startswith("linear"):
         assert batched[0].diagnostics["clipped_fraction"] > 0.05  # clipping is exercised
     assert not np.allclose(batched[0].phi, batched[2].phi)
+    if case.endswith("_exact"):  # the exact expectations ran: with the draws (same
+        # seed, same random stream) the run would be identical to the last bit
+        draws = CASES[case[:-len("_exact")]][0]
+        assert not np.array_equal(run_dpvi(draws, datasets[0], random_state=seeds[0],
+                                           **kwargs).trace_phi, batched[0].trace_phi)
 
 
 def test_runs_of_different_batch_sizes_keep_their_own_subsamples():
