@@ -21,7 +21,8 @@ from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from skdpvi.dpvi.schedule import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
-from skdpvi.noise_aware import (coupled_means, linear_response_posterior, sample_phi_star,
+from skdpvi.noise_aware import (coupled_means, linear_response_posterior,
+                                logistic_wander_width, remove_wander_bias, sample_phi_star,
                                 statistics_posterior)
 from skdpvi.posterior import NoiseAwarePosterior
 
@@ -91,14 +92,27 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
             phi_ls = np.column_stack([theta, np.full_like(theta, -40.0)])
             posteriors[method] = NoiseAwarePosterior(phi_ls, model, "ls")
             continue
-        if method.endswith("+dense"):
-            components, _ = linear_response_posterior(
+        probit = method.endswith("+probit")  # the wander's Jensen bias removed
+        width = (logistic_wander_width(res.stats, n_means=model.n_params,
+                                       sampling_rate=res.sampling_rate,
+                                       prior_scale=model.prior_scale) if probit else 0.0)
+        if method.endswith("+dense") or method.endswith("+dense+probit"):
+            components, info = linear_response_posterior(
                 res.stats, n_means=model.n_params, learning_rate=res.learning_rate,
                 noise_std=res.noise_std, sampling_rate=res.sampling_rate,
                 prior_scale=getattr(model, "prior_scale", 1.0), n_components=len(phi),
                 random_state=seed + k)
+            if probit:
+                components.mean = remove_wander_bias(
+                    components.mean, width, prior_scale=model.prior_scale,
+                    covariance=info["component_covariance"])
             posteriors[method] = NoiseAwarePosterior.from_components(components, model, method)
             continue
+        if probit:
+            p = model.n_params
+            phi = phi.copy()
+            phi[:, :p] = remove_wander_bias(phi[:, :p], width, prior_scale=model.prior_scale,
+                                            variances=np.logaddexp(0, phi[:, p:]) ** 2)
         posteriors[method] = NoiseAwarePosterior(phi, model, backend)
     return posteriors, diagnostics
 

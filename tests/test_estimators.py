@@ -1,4 +1,5 @@
 import io
+import math
 import pickle
 import warnings
 
@@ -470,3 +471,44 @@ def test_logistic_dense_error_model_gives_linear_response_components():
     batch = DPBayesianLogisticRegression(error_model="dense", **kw)._fit_batch(
         [(X, y)], [0])[0]
     np.testing.assert_allclose(batch.coef_, dense.coef_, rtol=1e-5, atol=1e-6)
+
+
+def test_logistic_wander_correction_shrinks_the_means_by_the_measured_width():
+    from sklearn.datasets import make_classification
+
+    from skdpvi.noise_aware import logistic_wander_width
+
+    X, y = make_classification(n_samples=2000, n_features=3, n_informative=3, n_redundant=0,
+                               random_state=0)
+    kw = dict(max_iter=800, inference="exact", n_posterior_samples=300, random_state=0)
+    for error_model in ("diagonal", "coupled", "dense"):
+        plain = DPBayesianLogisticRegression(error_model=error_model, **kw).fit(X, y)
+        fixed = DPBayesianLogisticRegression(error_model=error_model,
+                                             wander_correction="probit", **kw).fit(X, y)
+        # the same release, post-processed differently
+        np.testing.assert_array_equal(plain.dpvi_result_.phi, fixed.dpvi_result_.phi)
+        result = fixed.dpvi_result_
+        width = logistic_wander_width(result.stats, n_means=4,
+                                      sampling_rate=result.sampling_rate)
+        assert fixed.inference_diagnostics_["wander_width"] == width > 0
+        if error_model != "dense":  # the scales are untouched; the means shrink
+            a, b = plain.posterior_.phi_star, fixed.posterior_.phi_star
+            np.testing.assert_array_equal(a[:, 4:], b[:, 4:])
+            ratio = b[:, :4] / a[:, :4]
+            assert np.all(ratio < 1) and np.all(ratio > 1 - math.pi / 16 * width - 1e-12)
+        else:
+            assert np.linalg.norm(fixed.coef_) < np.linalg.norm(plain.coef_)
+    assert "wander_width" not in plain.inference_diagnostics_
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(wander_correction="jensen"), "wander_correction must be one of"),
+    (dict(wander_correction="probit", fit_intercept=False), "needs fit_intercept=True"),
+    (dict(wander_correction="probit", inference="last_iterate"), "needs inference"),
+    (dict(wander_correction="probit", inference="statistics"), "needs inference"),
+])
+def test_logistic_wander_correction_is_validated(params, match):
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match=match):
+        DPBayesianLogisticRegression(max_iter=50, **params).fit(X, y)

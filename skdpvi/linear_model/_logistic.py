@@ -8,12 +8,14 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
-from ..noise_aware import coupled_means, linear_response_posterior
+from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
+                           remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
 from ._base import _BaseDPBayesianRegression
 
 
 _ERROR_MODELS = ("diagonal", "coupled", "dense")
+_WANDER_CORRECTIONS = ("none", "probit")
 
 
 class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
@@ -99,6 +101,19 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         (:func:`~skdpvi.noise_aware.linear_response_posterior`; the backend's draws
         are not used). Post-processing only (no privacy cost); see the results page
         for where each is better calibrated.
+    wander_correction : {"none", "probit"}, default="none"
+        Whether to remove the outward bias that the wander of constant-step DP-SGD
+        gives the means: averaged over the trace, each example's expected sigmoid
+        sees a logit variance grown by the wander, as if the posterior were wider,
+        and the fitted optimum is pushed outward. "probit" removes it to first order
+        with the probit approximation of the sigmoid, from the release alone
+        (:func:`~skdpvi.noise_aware.logistic_wander_width`,
+        :func:`~skdpvi.noise_aware.remove_wander_bias`; needs ``fit_intercept`` and
+        ``inference`` "emcee", "exact" or "laplace"). Post-processing only (no
+        privacy cost). Not the default: where the trace is still relaxing along the
+        coefficient vector in the recording window (few rows per coefficient), an
+        inward lag of about the same size offsets the bias, and removing only the
+        bias is worse (results page).
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept.
     fit_intercept : bool, default=True
@@ -168,8 +183,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
                  burn_in=0.2, inference="emcee", n_posterior_samples=1000,
-                 error_model="diagonal", prior_scale=1.0, fit_intercept=True, device="cpu",
-                 random_state=None, verbose=0):
+                 error_model="diagonal", wander_correction="none", prior_scale=1.0,
+                 fit_intercept=True, device="cpu", random_state=None, verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
@@ -181,6 +196,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
             verbose=verbose,
         )
         self.error_model = error_model
+        self.wander_correction = wander_correction
         self.prior_scale = prior_scale
 
     @staticmethod
@@ -193,6 +209,18 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         if self.error_model not in _ERROR_MODELS:
             raise ValueError(f"error_model must be one of {_ERROR_MODELS}, got "
                              f"error_model={self.error_model!r}.")
+        if self.wander_correction not in _WANDER_CORRECTIONS:
+            raise ValueError(f"wander_correction must be one of {_WANDER_CORRECTIONS}, got "
+                             f"wander_correction={self.wander_correction!r}.")
+        if self.wander_correction != "none":
+            if not self.fit_intercept:
+                raise ValueError(
+                    f"wander_correction={self.wander_correction!r} needs fit_intercept=True: "
+                    "the intercept's curvature measures the wander's effect.")
+            if self.inference not in ("emcee", "exact", "laplace"):
+                raise ValueError(
+                    f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
+                    f"'exact' or 'laplace', got inference={self.inference!r}.")
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
 
     def _phi_star_backend(self):
@@ -202,18 +230,35 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         return "last_iterate" if dense else self.inference
 
     def _posterior_from_draws(self, phi_star, result, model, seed):
-        if self.error_model == "diagonal" or self.inference == "last_iterate":
+        if self.inference == "last_iterate":
             return NoiseAwarePosterior(phi_star, model, self.inference), {}
-        settings = dict(n_means=model.n_params, learning_rate=result.learning_rate,
+        p = model.n_params
+        extra = {}
+        if self.wander_correction == "probit":
+            width = logistic_wander_width(result.stats, n_means=p,
+                                          sampling_rate=result.sampling_rate,
+                                          prior_scale=self.prior_scale)
+            extra["wander_width"] = width
+        settings = dict(n_means=p, learning_rate=result.learning_rate,
                         noise_std=result.noise_std, random_state=seed)
+        if self.error_model == "dense":
+            components, info = linear_response_posterior(
+                result.stats, sampling_rate=result.sampling_rate, prior_scale=self.prior_scale,
+                n_components=len(phi_star), **settings)
+            if "wander_width" in extra:
+                components.mean = remove_wander_bias(
+                    components.mean, width, prior_scale=self.prior_scale,
+                    covariance=info["component_covariance"])
+            posterior = NoiseAwarePosterior.from_components(components, model, "dense")
+            return posterior, {"relaxation_times": info["relaxation_times"], **extra}
         if self.error_model == "coupled":
             phi_star, _ = coupled_means(phi_star, result.stats, **settings)
-            return NoiseAwarePosterior(phi_star, model, self.inference), {}
-        components, info = linear_response_posterior(
-            result.stats, sampling_rate=result.sampling_rate, prior_scale=self.prior_scale,
-            n_components=len(phi_star), **settings)
-        posterior = NoiseAwarePosterior.from_components(components, model, "dense")
-        return posterior, {"relaxation_times": info["relaxation_times"]}
+        if "wander_width" in extra:
+            phi_star = phi_star.copy()
+            phi_star[:, :p] = remove_wander_bias(
+                phi_star[:, :p], width, prior_scale=self.prior_scale,
+                variances=np.logaddexp(0.0, phi_star[:, p:]) ** 2)
+        return NoiseAwarePosterior(phi_star, model, self.inference), extra
 
     def _default_clip_norm(self, model):
         return 2.0 * math.sqrt(model.n_params)

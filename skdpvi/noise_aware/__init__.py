@@ -32,6 +32,11 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
     finite window (:func:`window_curvature`), for both the errors of the means and
     the components' linear-response covariance (mean-field's widths are
     conditional variances).
+:mod:`~skdpvi.noise_aware.wander_bias`
+    :func:`logistic_wander_width` and :func:`remove_wander_bias`: the outward bias
+    that the wander of constant-step DP-SGD gives logistic regression's means (the
+    trace averages the gradient of a wider posterior), read off the release and
+    removed.
 
 ``INFERENCE_METHODS`` is the tuple of registered backend names, in registration
 order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registered.
@@ -44,6 +49,7 @@ from .linear_response import linear_response_posterior, window_curvature
 from .gradient_model import GradientModel
 from .sampling import sample_phi_star
 from .statistics import statistics_posterior
+from .wander_bias import logistic_wander_width, remove_wander_bias
 
 __all__ = [
     "GradientModel",
@@ -54,6 +60,8 @@ __all__ = [
     "wander_curvature",
     "linear_response_posterior",
     "window_curvature",
+    "logistic_wander_width",
+    "remove_wander_bias",
     "INFERENCE_METHODS",
     "CoordinatewiseStretchMove",
     "register_backend",
