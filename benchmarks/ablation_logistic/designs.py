@@ -28,8 +28,10 @@ Methods (``--methods``): the package's backends (``emcee``, ``exact``, ``laplace
 ``emcee+jensen`` (gradient offset from the regression of the per-step curvature on
 the means), ``emcee+jensenfd`` (the same with the stationary wander variance),
 ``emcee+wander`` (joint regression of the scale gradients on phi), ``emcee+oracle``
-(the true third derivatives: not private, the yardstick) and a ``+lr`` suffix
-(linear-response components). Dense curvature (the results page's "dense errors with
+(the true third derivatives: not private, the yardstick), a ``+lr`` suffix
+(linear-response components) and a ``+probit`` suffix (``emcee+probit``,
+``emcee+dense+probit``: the wander's Jensen bias removed as the estimator's
+``wander_correction="probit"`` does). Dense curvature (the results page's "dense errors with
 linear-response widths"): ``emcee+dense`` (the package's ``error_model="dense"``),
 ``dense+oracle`` (the true curvature at the trace mean: not private),
 ``dense+wander`` (the stationary Lyapunov solution), ``dense+ou`` (the finite-window
@@ -64,7 +66,8 @@ from skdpvi import DPBayesianLogisticRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage  # noqa: E402
 from skdpvi.models import LogisticRegressionModel  # noqa: E402
-from skdpvi.noise_aware import sample_phi_star, statistics_posterior  # noqa: E402
+from skdpvi.noise_aware import (logistic_wander_width, remove_wander_bias,  # noqa: E402
+                                sample_phi_star, statistics_posterior)
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 
@@ -148,73 +151,20 @@ def wander_offset(result, model, return_se=False):
 
 
 def probit_jensen_shift(result, model, phi):
-    """phi* draws with the wander's second-order (Jensen) bias of the means removed.
-
-    Averaged over a Gaussian wander of covariance S, the expected sigmoid of example i
-    sees its logit variance grow by ``w_i = x_i^T S x_i``; with the probit
-    approximation ``sigma'' ~ -(pi / 8) m sigma'`` the mean released gradient carries
-    ``b = -(pi / 16) sum_i sigma'_i m_i w_i x_i ~ -(pi / 16) w H_lik mu`` with
-    ``w = tr(S H_lik) / H_lik,00`` (intercept: sum_i sigma'_i). ``tr(S H)`` is the
-    trace of the released gradients' covariance with the means over the window (per
-    coordinate sums the engine keeps), ``H_00`` the intercept's mean-field scale.
-    """
+    """phi* draws with the wander's Jensen bias of the means removed (the estimator's
+    ``wander_correction="probit"``)."""
     p = model.n_params
-    tau2 = model.prior_scale ** 2
-    w = probit_jensen_width(result, model)
-    mu = phi[:, :p]
-    s2 = np.logaddexp(0, phi[:, p:]) ** 2
     out = phi.copy()
-    out[:, :p] = mu - (math.pi / 16) * w * (mu - s2 * mu / tau2)
+    out[:, :p] = remove_wander_bias(phi[:, :p], probit_jensen_width(result, model),
+                                    prior_scale=model.prior_scale,
+                                    variances=np.logaddexp(0, phi[:, p:]) ** 2)
     return out
 
 
 def probit_jensen_width(result, model):
-    """w = tr(S H_lik) / H_lik,00 from the trace sums (see probit_jensen_shift)."""
-    p = model.n_params
-    st = result.stats
-    n = st.count
-    kappa = result.sampling_rate
-    tau2 = model.prior_scale ** 2
-    cov_gx = st.sum_gx[:p] / n - st.sum_g[:p] * st.sum_x[:p] / n**2
-    var_x = st.sum_xx[:p] / n - (st.sum_x[:p] / n) ** 2
-    tr_hs = cov_gx.sum() / kappa - var_x.sum() / tau2
-    scale = np.logaddexp(0, st.shift[p:] + st.sum_x[p:] / n)
-    h00 = 1 / scale[-1] ** 2 - 1 / tau2
-    return max(tr_hs, 0.0) / max(h00, 1e-12)
-
-
-def secant_lag_shift(result, model):
-    """The shift of phi*'s means that extrapolates the window's drift along its secant.
-
-    The diagonal gradient model extrapolates the trace mean by ``D^-1 g_bar`` with a
-    per-coordinate slope D; where the trace is still relaxing along a slow direction
-    (the coefficient vector), D overstates the curvature there and the extrapolation
-    falls short. Between the window's halves the linear model gives
-    ``g_2 - g_1 = K (x_2 - x_1)``: the curvature along the drift. Writing
-    ``g_bar = c (g_2 - g_1) + rest`` (least squares, noise-weighted) the part along
-    the drift is extrapolated by ``c (x_2 - x_1)`` instead of ``c D^-1 (g_2 - g_1)``.
-    """
-    p = model.n_params
-    st = result.stats
-    h1, h2 = st.halves
-    n = st.count
-    x1, x2 = h1.sum_x[:p] / h1.count, h2.sum_x[:p] / h2.count
-    g1, g2 = h1.sum_g[:p] / h1.count, h2.sum_g[:p] / h2.count
-    gbar = st.sum_g[:p] / n
-    xbar = st.sum_x[:p] / n
-    var_g = np.maximum(st.sum_gg[:p] / n - gbar**2, 1e-300)
-    cov_gx = st.sum_gx[:p] / n - gbar * xbar
-    var_x = np.maximum(st.sum_xx[:p] / n - xbar**2, 1e-300)
-    D = cov_gx / var_x
-    dg, dx = g2 - g1, x2 - x1
-    w = 1 / var_g
-    noise = np.sum(w * var_g * (1 / h1.count + 1 / h2.count))  # E of the noise part of |dg|^2_w
-    denom = np.sum(w * dg * dg) - noise
-    if denom <= 0:
-        return np.zeros(p)
-    c = np.sum(w * gbar * dg) / np.sum(w * dg * dg) * max(0.0, denom / np.sum(w * dg * dg))
-    return -c * dx + c * dg / D
-
+    return logistic_wander_width(result.stats, n_means=model.n_params,
+                                 sampling_rate=result.sampling_rate,
+                                 prior_scale=model.prior_scale)
 
 def oracle_offset(result, model, X, n_mc=64):
     """kappa * b with the true third derivatives of the data term at the trace's mean.
@@ -483,10 +433,9 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
             noise_std=result.noise_std, sampling_rate=result.sampling_rate,
             prior_scale=model.prior_scale, n_components=n_draws, random_state=0)
         if method.endswith("+probit"):  # the Jensen shift of the component means
-            w = probit_jensen_width(result, model)
-            cov = info["component_covariance"]
-            comps.mean = comps.mean - (math.pi / 16) * w * (
-                comps.mean - comps.mean @ cov.T / model.prior_scale**2)
+            comps.mean = remove_wander_bias(comps.mean, probit_jensen_width(result, model),
+                                            prior_scale=model.prior_scale,
+                                            covariance=info["component_covariance"])
         return NoiseAwarePosterior.from_components(comps, model, method).sample(
             n_draws, random_state=0, unconstrained=True)
     if method == "dense+oubayes":
@@ -533,14 +482,10 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
                 n_draws, random_state=0, unconstrained=True)
         return NoiseAwarePosterior(phi, model, base).sample(
             n_draws, random_state=0, unconstrained=True)
-    if method.endswith("+probit") or method.endswith("+secant"):
+    if method.endswith("+probit"):
         base = method.split("+")[0]
         phi, _ = sample_phi_star(result, base, n_draws, random_state=0, check=False)
-        if "+secant" in method:
-            phi = phi.copy()
-            phi[:, :model.n_params] += secant_lag_shift(result, model)
-        if method.endswith("+probit"):
-            phi = probit_jensen_shift(result, model, phi)
+        phi = probit_jensen_shift(result, model, phi)
         return NoiseAwarePosterior(phi, model, base).sample(
             n_draws, random_state=0, unconstrained=True)
     if method.endswith("+oracle") or method.endswith("+wander"):
