@@ -499,6 +499,9 @@ def test_logistic_wander_correction_shrinks_the_means_by_the_measured_width():
         else:
             assert np.linalg.norm(fixed.coef_) < np.linalg.norm(plain.coef_)
     assert "wander_width" not in plain.inference_diagnostics_
+    batch = DPBayesianLogisticRegression(error_model="dense", wander_correction="probit",
+                                         **kw)._fit_batch([(X, y)], [0])[0]
+    np.testing.assert_allclose(batch.coef_, fixed.coef_, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("params, match", [
