@@ -61,8 +61,8 @@ def test_the_probit_shift_is_the_shift_of_the_optimum_under_a_wider_posterior(se
     assert np.all(np.sign(shift[np.abs(mu) > 0.2]) == np.sign(mu[np.abs(mu) > 0.2]))  # outward
     sd = np.sqrt(np.diag(np.linalg.inv(H)))
     assert np.max(np.abs(shift / sd)) > 0.3  # a bias worth removing
-    # the mean width w ignores how w_i varies with the example (about -30 % here on a
-    # Gaussian design; the per-example probit sum is within 6 %): right to 40 %
+    # the mean width w ignores how w_i varies with the example (it recovers 68-70 % of
+    # the shift on this Gaussian design; the per-example probit sum 106 %): 40 % slack
     assert np.max(np.abs((predicted - shift) / sd)) < 0.4 * np.max(np.abs(shift / sd))
     assert np.all(np.abs(predicted) <= np.abs(shift) * 1.05)  # never more than the bias
 
