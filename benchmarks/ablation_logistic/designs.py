@@ -554,14 +554,25 @@ def summarise(draws, theta, n_params):
             "z_mean": z.mean(0).tolist(), "z_sd": z.std(0).tolist()}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def design_arguments(parser, k=200):
+    """The design options shared by the scripts of this folder (``--design`` ... ``--k``)."""
     parser.add_argument("--design", choices=["gaussian", "correlated"], default="gaussian")
     parser.add_argument("--d", type=int, default=5)
     parser.add_argument("--n", type=int, default=5000)
     parser.add_argument("--rho", type=float, default=0.0)
     parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--k", type=int, default=200)
+    parser.add_argument("--k", type=int, default=k)
+    return parser
+
+
+def design_of(args):
+    """``(simulate, model, n_examples)`` of the parsed design options."""
+    return (gaussian_design(args.d, args.n, args.rho) if args.design == "gaussian"
+            else correlated_design())
+
+
+def main():
+    parser = design_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--clip-mult", type=float, default=2.0,
                         help="clip norm in units of sqrt(n_params); the default is the estimator's")
     parser.add_argument("--lr-mult", type=float, default=1.0)
@@ -578,8 +589,7 @@ def main():
                         help="DP-SGD with exact expectations over q (elbo_gradients="
                              "'closed_form'), not Monte Carlo draws")
     args = parser.parse_args()
-    simulate, model, n_examples = (gaussian_design(args.d, args.n, args.rho)
-                                   if args.design == "gaussian" else correlated_design())
+    simulate, model, n_examples = design_of(args)
     model.exact_expectations = args.exact
     est = DPBayesianLogisticRegression()
     settings = _engine_settings(

@@ -81,19 +81,13 @@ def relaxation_lag(result, p, emcee_mean, sd):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--design", choices=["gaussian", "correlated"], default="gaussian")
-    parser.add_argument("--d", type=int, default=5)
-    parser.add_argument("--n", type=int, default=5000)
-    parser.add_argument("--rho", type=float, default=0.0)
-    parser.add_argument("--epsilon", type=float, default=1.0)
-    parser.add_argument("--k", type=int, default=6)
+    parser = designs.design_arguments(
+        argparse.ArgumentParser(description=__doc__.splitlines()[0]), k=6)
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--lag", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    simulate, model, n = (designs.correlated_design() if args.design == "correlated"
-                          else designs.gaussian_design(args.d, args.n, args.rho))
+    simulate, model, n = designs.design_of(args)
     p, tau2 = model.n_params, model.prior_scale**2
     settings = _engine_settings(
         model, epsilon=args.epsilon, clip_norm=2.0 * math.sqrt(p), n_steps=10_000,

@@ -51,10 +51,6 @@ import numpy as np
 __all__ = ["logistic_wander_width", "remove_wander_bias"]
 
 
-def _softplus(x):
-    return np.logaddexp(0.0, x)
-
-
 def logistic_wander_width(stats, *, n_means, sampling_rate, prior_scale=1.0,
                           intercept_index=-1):
     """The wander's logit variance ``w = tr(S H_lik) / H_lik,00`` from a run's sums.
@@ -88,7 +84,7 @@ def logistic_wander_width(stats, *, n_means, sampling_rate, prior_scale=1.0,
     var_x = stats.sum_xx[:p] / n - mean_x**2
     tr_hs = cov_gx.sum() / kappa - var_x.sum() / tau2
     rho = stats.shift[p:2 * p] + stats.sum_x[p:2 * p] / n
-    h00 = 1.0 / _softplus(rho[intercept_index]) ** 2 - 1.0 / tau2
+    h00 = 1.0 / np.logaddexp(0.0, rho[intercept_index]) ** 2 - 1.0 / tau2  # s_0^-2 - 1/tau^2
     if not (np.isfinite(tr_hs) and np.isfinite(h00)) or tr_hs <= 0 or h00 <= 0:
         return 0.0
     return float(tr_hs / h00)
