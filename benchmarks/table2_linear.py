@@ -48,6 +48,12 @@ CONFIGS = {
     "d20_rho0.5": (20, 5000, 1.0, 20.0, 0.5, 0.5),
     # few features, many rows, a tight weight prior and a vague noise prior (sd ~ 0.7)
     "d3_n20000": (3, 20000, 0.5, 3.0, 1.0, 0.2),
+    # chosen 2026-11-25 before any run: strong correlation; tiny data; many features and
+    # rows; a strong signal (coefficients five noise sds a priori)
+    "d10_rho0.9": (10, 5000, 2.0, 20.0, 0.5, 0.9),
+    "d2_n300": (2, 300, 2.0, 5.0, 0.5, 0.0),
+    "d40_n10000": (40, 10000, 1.0, 10.0, 1.0, 0.0),
+    "d10_ws5": (10, 5000, 5.0, 20.0, 0.5, 0.0),
 }
 
 

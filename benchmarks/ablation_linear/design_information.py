@@ -64,6 +64,7 @@ from _common import (_engine_settings, _study_seeds, load_cells, machine, save, 
 from skdpvi import DPBayesianLinearRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.noise_aware import statistics_posterior  # noqa: E402
+from skdpvi.noise_aware.preconditioning import recording_step_matrix  # noqa: E402
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
@@ -71,20 +72,39 @@ VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx", "clip_noise_va
             "clip_residual", "clip_residual_1024", "no_scale_rows")
 
 
-def _cache_path(config, eps, recording_step, no_clipping=False, exact=False):
+def _cache_path(config, eps, recording_step, no_clipping=False, exact=False, dense=False):
     tag = f"_rec{recording_step:g}" if recording_step != 1 else ""
+    tag += "_dense" if dense else ""
     tag += "_noclip" if no_clipping else ""
     tag += "_exact" if exact else ""
     return os.path.join(CACHE, f"linear_{config}_{eps:g}{tag}.pkl")
 
 
-def _batch(seeds, config, settings, exact=False):
+def _batch(seeds, config, settings, exact=False, dense=False):
     torch.set_num_threads(1)
     model = T2.model_of(config)
     model.exact_expectations = exact
+    if dense:
+        n = model.n_params
+        beta = np.r_[np.ones(n), np.full(n, settings["preconditioner"])]
+        settings = dict(settings, step_matrix=recording_step_matrix(
+            model.data_statistics(T2.CONFIGS[config][1]), sampling_rate=settings["sampling_rate"],
+            noise_std=settings["noise_multiplier"] * settings["clip_norm"] / beta))
     sims = [T2.simulate(config, np.random.default_rng(s)) for s in seeds]
-    runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims],
-                            random_states=[s % (2**31 - 16) for s in seeds], **settings)
+    if dense and os.environ.get("ORACLE_M"):
+        from skdpvi.noise_aware.preconditioning import correlation_step_matrix
+        out = []
+        for X, y, _ in sims:
+            Xi = np.c_[X, np.ones(len(X))]
+            M = np.eye(2 * model.n_params)
+            M[:Xi.shape[1], :Xi.shape[1]] = correlation_step_matrix(Xi.T @ Xi)
+            r = run_dpvi_batched(model, [(X, y)], random_states=[seeds[len(out)] % (2**31 - 16)],
+                                 **dict(settings, step_matrix=lambda a, b, M=M: M))[0]
+            out.append(r)
+        runs = out
+    else:
+      runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims],
+                              random_states=[s % (2**31 - 16) for s in seeds], **settings)
     out = []
     for (X, y, theta), res in zip(sims, runs):
         Xi = np.c_[X, np.ones(len(X))]
@@ -94,7 +114,7 @@ def _batch(seeds, config, settings, exact=False):
     return out
 
 
-def run(config, eps, n_sim, recording_step, no_clipping=False, exact=False):
+def run(config, eps, n_sim, recording_step, no_clipping=False, exact=False, dense=False):
     model = T2.model_of(config)
     settings = _engine_settings(
         model, epsilon=eps, clip_norm=T2.clip_of(config), n_steps=10_000, sampling_rate=0.1,
@@ -111,10 +131,10 @@ def run(config, eps, n_sim, recording_step, no_clipping=False, exact=False):
     # table2_linear.py's seeds for this epsilon
     seeds = _study_seeds(int(eps * 1000), n_sim)
     start = time.perf_counter()
-    out = Parallel(n_jobs=2)(delayed(_batch)(seeds[i:i + 25], config, settings, exact)
+    out = Parallel(n_jobs=2)(delayed(_batch)(seeds[i:i + 25], config, settings, exact, dense)
                              for i in range(0, n_sim, 25))
     os.makedirs(CACHE, exist_ok=True)
-    with open(_cache_path(config, eps, recording_step, no_clipping, exact), "wb") as f:
+    with open(_cache_path(config, eps, recording_step, no_clipping, exact, dense), "wb") as f:
         pickle.dump([o for part in out for o in part], f)
     print(f"{config} eps {eps} recording step x{recording_step:g}: "
           f"{time.perf_counter() - start:.0f} s")
@@ -181,8 +201,9 @@ def _one(run_, config, variant, seed, design_prior_power=0.0):
             diag["clipping_correction"])
 
 
-def post(config, eps, variants, recording_step, design_prior_power=0.0, exact=False):
-    with open(_cache_path(config, eps, recording_step, exact=exact), "rb") as f:
+def post(config, eps, variants, recording_step, design_prior_power=0.0, exact=False,
+         no_clipping=False, dense=False):
+    with open(_cache_path(config, eps, recording_step, no_clipping, exact, dense), "rb") as f:
         runs = pickle.load(f)
     name = "ablation_linear_design_information"
     payload = {"machine": machine(), "cells": load_cells(name)}
@@ -196,6 +217,7 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0, exact=Fa
         row = rows[variant]
         cell = {"config": config, "epsilon": eps, "recording_step": recording_step,
                 "variant": variant, "exact_expectations": exact, "design_prior_power": design_prior_power,
+                "no_clipping": no_clipping, "dense_recording": dense,
                 "n_sim": len(runs),
                 "tarp_posterior": row["posterior"]["rmse"], "tarp_prior": row["prior"]["rmse"],
                 "tarp_se": [row["posterior"]["se"], row["prior"]["se"]],
@@ -206,11 +228,15 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0, exact=Fa
         key = f"{config}_{eps:g}_rec{recording_step:g}_{variant}"
         key += f"_prior{design_prior_power:g}" if design_prior_power else ""
         key += "_exact" if exact else ""
+        key += "_noclip" if no_clipping else ""
+        key += "_dense" if dense else ""
         payload["cells"][key] = cell
         save(name, payload)
         with np.printoptions(precision=2, suppress=True, linewidth=160):
             print(f"{config} eps {eps} rec x{recording_step:g} {variant:12s} "
                   f"{'exact expectations ' if exact else ''}"
+                  f"{'no clipping ' if no_clipping else ''}"
+                  f"{'dense recording step ' if dense else ''}"
                   f"design prior power {design_prior_power:g} "
                   f"TARP {cell['tarp_posterior']:.3f} / {cell['tarp_prior']:.3f}  "
                   f"clipped {cell['clipped_fraction']:.3f} {cell['clipping_correction']}\n"
@@ -250,15 +276,19 @@ def main():
     parser.add_argument("--recording-step", type=float, default=1.0,
                         help="multiplier of the means' step from burn-in on")
     parser.add_argument("--no-clipping", action="store_true",
-                        help="run: clip norm x100, noise multiplier /100 (not private)")
+                        help="run / post: clip norm x100, noise multiplier /100 (the same "
+                             "noise std, nothing clipped; not private)")
     parser.add_argument("--design-prior-power", type=float, default=0.0,
                         help="post: the scale-invariant prior on X^T X to this power")
+    parser.add_argument("--dense-recording", action="store_true",
+                        help="run / post: the means' recording step multiplied by the "
+                             "correlation step matrix from the burn-in release")
     parser.add_argument("--exact", action="store_true",
                         help="DP-SGD with the model's exact expectations over q, not draws")
     args = parser.parse_args()
     if args.command == "run":
         run(args.config, args.epsilon, args.n_sim, args.recording_step, args.no_clipping,
-            args.exact)
+            args.exact, args.dense_recording)
     elif args.command == "bias":
         bias(args.config, args.epsilon, args.n_sim, args.no_clipping)
     else:
@@ -266,7 +296,7 @@ def main():
         if unknown:
             parser.error(f"unknown variants {sorted(unknown)}; choose from {VARIANTS}")
         post(args.config, args.epsilon, args.variants, args.recording_step,
-             args.design_prior_power, args.exact)
+             args.design_prior_power, args.exact, args.no_clipping, args.dense_recording)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ def run_dpvi_batched(
     init_mean=None,
     init_scale=0.01,
     step_scales=None,
+    step_matrix=None,
     record_trace=False,
     return_diagnostics=False,
     device="cpu",
@@ -77,8 +78,9 @@ def run_dpvi_batched(
         random_state=random_states[r], ...)``.
     noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in, learning_rate, \
 learning_rate_scale, n_mc_samples, preconditioner, init_mean, init_scale, step_scales, \
-record_trace, return_diagnostics, device, verbose, n_threads
-        As in :func:`~skdpvi.dpvi.run_dpvi`, shared by all runs.
+step_matrix, record_trace, return_diagnostics, device, verbose, n_threads
+        As in :func:`~skdpvi.dpvi.run_dpvi`, shared by all runs (``step_matrix`` is
+        called on each run's own burn-in pairs).
 
     Returns
     -------
@@ -120,7 +122,8 @@ record_trace, return_diagnostics, device, verbose, n_threads
                             learning_rate_scale=learning_rate_scale,
                             n_mc_samples=n_mc_samples, preconditioner=preconditioner,
                             init_mean=init_mean, init_scale=init_scale,
-                            step_scales=step_scales, record_trace=record_trace,
+                            step_scales=step_scales, step_matrix=step_matrix,
+                            record_trace=record_trace,
                             return_diagnostics=return_diagnostics)
 
 

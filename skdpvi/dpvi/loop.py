@@ -17,6 +17,7 @@ run only in how they draw their random numbers and gather their batches.
 
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import torch
 
 from ..models.base import GLMModel
@@ -30,6 +31,10 @@ from .statistics import _TraceRecorder
 from .threads import _limit_threads, _resolve_threads
 
 __all__ = ["run_dpvi"]
+
+#: How often a ``step_matrix`` is computed: at burn-in and at the start of every
+#: further fraction 1 / this of the recording window.
+_MATRIX_UPDATES = 10
 
 #: Expected size (batch rows x weights) of the gradient block above which the
 #: factored GLM path (:func:`glm_clip_and_sum`) is faster than the dense one.
@@ -89,8 +94,13 @@ class _Engine:
     def __init__(self, model, n_examples, device, *, noise_multiplier, clip_norm,
                  sampling_rate, n_steps, burn_in, learning_rate, learning_rate_scale,
                  n_mc_samples, preconditioner, init_mean, init_scale, record_trace,
-                 return_diagnostics, step_scales=None, n_runs=None):
+                 return_diagnostics, step_scales=None, step_matrix=None, n_runs=None):
         self.model = model
+        if step_matrix is not None and not record_trace:
+            raise ValueError("step_matrix needs the burn-in trace: set record_trace=True.")
+        if step_matrix is not None and not 0 < burn_in < n_steps:
+            raise ValueError("step_matrix needs 0 < burn_in < n_steps.")
+        self.step_matrix = step_matrix
         self.n_examples = n_examples
         self.device = device
         self.n_mc_samples = n_mc_samples
@@ -206,12 +216,21 @@ class _Engine:
         switch = -1 if self.burn_in_lr is None else self.settings["burn_in"]
         if switch > 0:
             lr = self.burn_in_lr
+        # with step_matrix the update is matrix @ (lr * g_tilde) from burn-in on, the
+        # matrix re-estimated at each quarter of the recording window
+        matrix, matrix_at = None, set()
+        if self.step_matrix is not None:
+            burn = self.settings["burn_in"]
+            matrix_at = {burn + k * (n_steps - burn) // _MATRIX_UPDATES
+                         for k in range(_MATRIX_UPDATES)}
         for start in range(0, n_steps, block):
             stop = min(start + block, n_steps)
             noise, step = draw_block(stop - start)
             for j in range(stop - start):
                 if start + j == switch:
                     lr = self.lr
+                if start + j in matrix_at:
+                    matrix = self._step_matrix(recorder, start, j, lead, d)
                 phis[j] = phi
                 clipped_sum, norms, mask = step(j, phi)
                 g_tilde = (clipped_sum + noise[j]) / beta  # the release (paper A59)
@@ -224,13 +243,36 @@ class _Engine:
                         n_clipped += (clipped & mask).sum(-1)
                         n_seen += mask.sum(-1)
                 grads[j] = g_tilde
-                phi = phi - lr * g_tilde
+                if matrix is None:
+                    phi = phi - lr * g_tilde
+                else:
+                    phi = phi - torch.einsum("...ij,...j->...i", matrix, lr * g_tilde)
             recorder.flush(start, stop)
             if progress is not None:
                 progress.update(stop - start)
         if progress is not None:
             progress.close()
         return phi, recorder, (n_clipped, n_seen)
+
+    def _step_matrix(self, recorder, start, j, lead, d):
+        """``step_matrix`` of every run, from its released pairs of steps
+        ``burn_in // 2 .. start + j - 1``."""
+        first = self.settings["burn_in"] // 2
+        buffered = slice(max(first - start, 0), j)  # the current block's steps
+        phi = np.concatenate([recorder.trace_phi[first:start],
+                              recorder.phi[buffered].cpu().numpy()])
+        grad = np.concatenate([recorder.trace_grad[first:start],
+                               recorder.grad[buffered].cpu().numpy()])
+        runs = [()] if lead == () else [(slice(None), r) for r in range(lead[0])]
+        out = []
+        for run in runs:
+            matrix = np.asarray(self.step_matrix(phi[run], grad[run]), dtype=float)
+            if matrix.shape != (d, d) or not np.all(np.isfinite(matrix)):
+                raise ValueError(f"step_matrix must return a finite ({d}, {d}) array, got "
+                                 f"shape {matrix.shape}.")
+            out.append(matrix)
+        out = out[0] if lead == () else np.stack(out)
+        return torch.tensor(out, dtype=torch.float64, device=self.device)
 
     def results(self, phi, recorder, counts, runs):
         """The :class:`DPVIResult` of each run of :meth:`descend`'s output.
@@ -272,6 +314,7 @@ def run_dpvi(
     init_mean=None,
     init_scale=0.01,
     step_scales=None,
+    step_matrix=None,
     random_state=0,
     record_trace=False,
     return_diagnostics=False,
@@ -318,6 +361,15 @@ def run_dpvi(
         after burn-in sets how far the released trace wanders around it (its
         ``learning_rate`` is reported in the result). The mechanism, and so the
         privacy guarantee, does not depend on the steps.
+    step_matrix : callable, optional
+        ``step_matrix(trace_phi, trace_grad) -> M`` of shape (d, d), called at
+        ``burn_in`` and at the start of each further quarter of the recording window
+        with the released pairs from step ``burn_in // 2`` up to then (arrays of shape
+        (t, d)); from the first call on a step is
+        ``phi <- phi - M @ (lambda * beta * g_tilde)``. A
+        function of released values only, so the privacy guarantee is unchanged
+        (e.g. :func:`skdpvi.noise_aware.recording_step_matrix`). Needs
+        ``record_trace=True``.
     random_state : int
         Seed of the torch generator that draws batches, MC samples and noise.
     record_trace : bool, default=False
@@ -345,8 +397,8 @@ def run_dpvi(
                     burn_in=burn_in, learning_rate=learning_rate,
                     learning_rate_scale=learning_rate_scale, n_mc_samples=n_mc_samples,
                     preconditioner=preconditioner, init_mean=init_mean, init_scale=init_scale,
-                    step_scales=step_scales, record_trace=record_trace,
-                    return_diagnostics=return_diagnostics)
+                    step_scales=step_scales, step_matrix=step_matrix,
+                    record_trace=record_trace, return_diagnostics=return_diagnostics)
 
 
 def _run(model, data, device, random_state, verbose, **settings):

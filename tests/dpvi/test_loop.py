@@ -140,3 +140,51 @@ def test_step_scales_set_the_step_before_and_after_burn_in_single_and_batched():
     for bad in [(1.0,), (1.0, 0.0), (1.0, np.inf), (np.ones(5), 1.0)]:
         with pytest.raises(ValueError, match="step_scales"):
             run_dpvi(model, (X, y), random_state=1, step_scales=bad, **kwargs)
+
+
+def test_step_matrix_is_applied_from_burn_in_and_fed_the_released_pairs():
+    # phi_{t+1} - phi_t = -M (lr * g_tilde_t) from burn-in on, with M computed from the
+    # released pairs of steps burn_in // 2 .. t - 1 at burn-in and at each further tenth
+    # of the window; before burn-in the plain step
+    from skdpvi.dpvi import run_dpvi_batched
+    from skdpvi.dpvi.loop import _MATRIX_UPDATES
+
+    X, y, model, kwargs = _logistic_run_setup(1000, 2, n_steps=250, burn_in=50)
+    calls = []
+    matrix = np.eye(6) + 0.3 * np.eye(6, k=1)
+
+    def step_matrix(trace_phi, trace_grad):
+        calls.append((trace_phi.copy(), trace_grad.copy()))
+        return matrix
+
+    res = run_dpvi(model, (X, y), random_state=1, step_matrix=step_matrix, **kwargs)
+    plain = run_dpvi(model, (X, y), random_state=1, **kwargs)
+    step = -np.diff(res.trace_phi, axis=0)
+    np.testing.assert_allclose(step[:50], 1e-3 * res.trace_grad[:50], rtol=1e-6)
+    np.testing.assert_allclose(step[50:], 1e-3 * res.trace_grad[50:] @ matrix.T, rtol=1e-6,
+                               atol=1e-12)
+    np.testing.assert_array_equal(res.trace_phi[:51], plain.trace_phi[:51])
+    assert len(calls) == _MATRIX_UPDATES
+    at = [50 + k * 200 // _MATRIX_UPDATES for k in range(_MATRIX_UPDATES)]
+    for (phi, grad), t in zip(calls, at):
+        assert phi.shape == grad.shape == (t - 25, 6)
+        np.testing.assert_array_equal(phi, res.trace_phi[25:t])
+        np.testing.assert_array_equal(grad, res.trace_grad[25:t])
+    # the identity changes nothing; lockstep runs call it with their own pairs
+    same = run_dpvi(model, (X, y), random_state=1, step_matrix=lambda a, b: np.eye(6), **kwargs)
+    np.testing.assert_array_equal(same.trace_phi, plain.trace_phi)
+    batched = run_dpvi_batched(model, [(X, y), (X, 1 - y)], random_states=[1, 2],
+                               step_matrix=lambda a, b: matrix, **kwargs)
+    np.testing.assert_allclose(batched[0].trace_phi, res.trace_phi, rtol=1e-5, atol=1e-6)
+
+
+def test_step_matrix_is_validated():
+    X, y, model, kwargs = _logistic_run_setup(200, 2, n_steps=50, burn_in=10)
+    with pytest.raises(ValueError, match="record_trace"):
+        run_dpvi(model, (X, y), step_matrix=lambda a, b: np.eye(6),
+                 **dict(kwargs, record_trace=False))
+    with pytest.raises(ValueError, match="burn_in"):
+        run_dpvi(model, (X, y), step_matrix=lambda a, b: np.eye(6), **dict(kwargs, burn_in=0))
+    for bad in (np.eye(5), np.full((6, 6), np.nan)):
+        with pytest.raises(ValueError, match="step_matrix"):
+            run_dpvi(model, (X, y), step_matrix=lambda a, b, m=bad: m, **kwargs)

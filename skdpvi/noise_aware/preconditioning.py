@@ -1,0 +1,114 @@
+"""A recording-phase step matrix from the released burn-in: equal relaxation for every
+direction of the coefficients.
+
+With correlated features the curvature of the linear model's ELBO in the coefficient
+means, ``E[1/sigma^2] X^T X``, has soft directions (equicorrelation 0.9 over ten
+features: eigenvalues 0.1 N against 9 N). DP-SGD with a per-coordinate step relaxes
+along them tens of times more slowly than along the stiff ones, so they barely wander
+in the recording window and the trace identifies ``X^T X`` poorly exactly where the
+posterior is most sensitive to it: the statistics posterior of such a design was 2-3
+times too wide (results page).
+
+The fix is a post-processing of the release: at burn-in, the released pairs give an
+estimate ``G`` of ``X^T X`` (the statistics regression of
+:mod:`skdpvi.noise_aware.statistics` on the pairs from half the burn-in on), and from
+then on the means' step is multiplied by ``M = D^1/2 R^-1 D^-1/2``, ``D = diag(G)``,
+``R`` the correlation matrix of ``G`` with its eigenvalues floored; ``M`` is
+re-estimated from all pairs so far at each quarter of the recording window, as the
+larger wander along the soft directions identifies them better. The drift of the means
+becomes ``diag(lr G_jj)``: every direction relaxes at the rate of an uncorrelated
+coordinate. For an uncorrelated design ``R = I`` and nothing changes. The mechanism
+(sampling, clipping, noise) is untouched, so the privacy guarantee is the same; the
+statistics posterior is exact along any path of phi, so it needs no change either.
+"""
+
+import numpy as np
+
+from .statistics import _regression
+
+__all__ = ["recording_step_matrix", "correlation_step_matrix"]
+
+#: Smallest eigenvalue of the estimated correlation matrix: the step along a direction
+#: grows by at most 1 / this.
+EIGENVALUE_FLOOR = 0.05
+
+
+def correlation_step_matrix(gram, floor=EIGENVALUE_FLOOR):
+    """``D^1/2 R^-1 D^-1/2`` of a symmetric curvature estimate ``gram``.
+
+    Parameters
+    ----------
+    gram : ndarray of shape (p, p)
+        The estimate of the coefficients' curvature (``X^T X``).
+    floor : float, default=EIGENVALUE_FLOOR
+        The correlation matrix's eigenvalues are raised to at least this.
+
+    Returns
+    -------
+    ndarray of shape (p, p)
+        The identity where ``gram`` is diagonal (or unusable).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> correlation_step_matrix(np.diag([4.0, 9.0]))
+    array([[1., 0.],
+           [0., 1.]])
+    """
+    gram = 0.5 * (np.asarray(gram, float) + np.asarray(gram, float).T)
+    p = len(gram)
+    diag = np.diag(gram)
+    if not (np.all(np.isfinite(gram)) and np.all(diag > 0)):
+        return np.eye(p)
+    root = np.sqrt(diag)
+    corr = gram / np.outer(root, root)
+    values, vectors = np.linalg.eigh(corr)
+    inverse = (vectors / np.maximum(values, floor)) @ vectors.T
+    return root[:, None] * inverse / root[None, :]
+
+
+def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EIGENVALUE_FLOOR):
+    """The ``step_matrix`` callable of :func:`~skdpvi.dpvi.run_dpvi` for a linear model.
+
+    Parameters
+    ----------
+    data_statistics : LinearRegressionStatistics
+        ``model.data_statistics(n_examples)``.
+    sampling_rate : float
+        kappa.
+    noise_std : float or ndarray of shape (d,)
+        The DP noise's standard deviation in each coordinate of the release
+        (``noise_multiplier * clip_norm / preconditioner``).
+    floor : float, default=EIGENVALUE_FLOOR
+
+    Returns
+    -------
+    callable
+        ``(trace_phi, trace_grad) -> M`` of shape (d, d): the identity except the
+        coefficient means' block, :func:`correlation_step_matrix` of ``X^T X``
+        estimated from the released pairs it is given (the engine passes those from
+        half the burn-in on).
+    """
+    kappa = float(sampling_rate)
+    p = data_statistics.p
+
+    def step_matrix(trace_phi, trace_grad):
+        phi = np.asarray(trace_phi, float)
+        target = np.asarray(trace_grad, float) / kappa
+        d = phi.shape[1]
+        matrix = np.eye(d)
+        if len(phi) < 8:
+            return matrix
+        precision = np.broadcast_to((kappa / np.asarray(noise_std, float)) ** 2, (d,)).copy()
+        precision[data_statistics.unused_coordinates()] = 0.0
+        half = len(phi) // 2
+        try:
+            eta = _regression(data_statistics, phi, target, precision,
+                              (slice(0, half), slice(half, None)))["fit"].mean
+        except np.linalg.LinAlgError:
+            return matrix
+        gram = data_statistics.unpack(eta[None])[0][0]
+        matrix[:p, :p] = correlation_step_matrix(gram, floor)
+        return matrix
+
+    return step_matrix

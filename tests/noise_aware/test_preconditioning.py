@@ -1,0 +1,74 @@
+"""The recording-phase step matrix from the released burn-in (noise_aware.preconditioning)."""
+
+import numpy as np
+import pytest
+
+from skdpvi.models import LinearRegressionModel
+from skdpvi.noise_aware.preconditioning import correlation_step_matrix, recording_step_matrix
+
+
+def _equicorrelated_gram(p, rho, n, scales):
+    corr = (1 - rho) * np.eye(p) + rho
+    return n * corr * np.outer(scales, scales)
+
+
+def test_correlation_step_matrix_decouples_the_drift_and_is_the_identity_without_correlation():
+    scales = np.array([1.0, 2.0, 0.5, 3.0])
+    gram = _equicorrelated_gram(4, 0.9, 1000, scales)
+    M = correlation_step_matrix(gram)
+    # M G = diag(G): every coordinate relaxes at its own uncorrelated rate
+    np.testing.assert_allclose(M @ gram, np.diag(np.diag(gram)), atol=1e-8 * gram.max())
+    np.testing.assert_allclose(correlation_step_matrix(np.diag(scales**2)), np.eye(4), atol=1e-12)
+    # unusable estimates (a non-positive or non-finite diagonal) change nothing
+    for bad in (np.diag([1.0, -1.0, 1.0, 1.0]), np.full((4, 4), np.nan)):
+        np.testing.assert_array_equal(correlation_step_matrix(bad), np.eye(4))
+
+
+def test_correlation_step_matrix_floors_the_amplification():
+    # a nearly singular (or indefinite) estimate: the step grows by at most 1 / floor
+    gram = _equicorrelated_gram(3, 0.999, 1000, np.ones(3))
+    gram[0, 1] = gram[1, 0] = 1005.0  # indefinite
+    for floor in (0.05, 0.2):
+        values = np.linalg.eigvals(correlation_step_matrix(gram, floor))
+        assert np.all(np.isfinite(values))
+        assert np.max(np.abs(values)) == pytest.approx(1 / floor, rel=1e-6)
+        assert np.min(values.real) > 0
+
+
+def _linear_release(X, y, model, noise, n_steps, rng):
+    """A release of a linear model with known statistics: pairs around the optimum."""
+    n = len(X)
+    st = model.data_statistics(n)
+    Xi = np.c_[X, np.ones(n)]
+    eta = np.r_[(Xi.T @ Xi)[st.rows, st.cols], Xi.T @ y, y @ y]
+    w = np.linalg.lstsq(Xi, y, rcond=None)[0]
+    d = 2 * model.n_params
+    center = np.r_[w, -3.0, np.full(model.n_params, -4.0)]
+    phi = center + np.r_[np.full(len(w), 0.05), np.full(d - len(w), 0.01)] * rng.standard_normal(
+        (n_steps, d))
+    kappa = 0.1
+    grads = kappa * st.expected_gradient(phi, eta) + rng.normal(0, noise, (n_steps, d))
+    return st, Xi.T @ Xi, phi, grads, kappa
+
+
+def test_recording_step_matrix_estimates_the_correlation_from_released_pairs():
+    rng = np.random.default_rng(0)
+    n, p = 4000, 3
+    f = rng.standard_normal((n, 1))
+    X = np.sqrt(0.1) * rng.standard_normal((n, p)) + np.sqrt(0.9) * f
+    y = X @ [0.5, -0.2, 0.3] + rng.normal(0, 0.5, n)
+    model = LinearRegressionModel(p)
+    st, gram, phi, grads, kappa = _linear_release(X, y, model, 5.0, 2000, rng)
+    M = recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)(phi, grads)
+    want = correlation_step_matrix(gram)
+    assert M.shape == (2 * model.n_params,) * 2
+    np.testing.assert_array_equal(M[p + 1:, :], np.eye(2 * model.n_params)[p + 1:, :])
+    # the soft directions' amplification (about 10x) is recovered within 20 %
+    values, vectors = np.linalg.eigh(gram)
+    soft = vectors[:, :2]
+    np.testing.assert_allclose(np.diag(soft.T @ M[:p + 1, :p + 1] @ soft),
+                               np.diag(soft.T @ want @ soft), rtol=0.2)
+    # too few pairs: the identity
+    np.testing.assert_array_equal(
+        recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)(phi[:4], grads[:4]),
+        np.eye(2 * model.n_params))
