@@ -23,6 +23,11 @@ the statistics posterior is then computed on the same runs (``post``) with:
   ``|X^T X|^(-a (p+1)/2)`` added to the prior predictive (``a = 1``: the marginal of a
   Wishart design under a Jeffreys prior on its covariance).
 
+``run --dense-recording`` caches runs whose coefficient means step, from burn-in on,
+through the correlation step matrix estimated from the release (the estimator's
+``mean_preconditioning="correlation"``; ``--dense-recording oracle``: the matrix of the
+private X^T X, a yardstick); ``post --dense-recording`` reads them.
+
 ``bias`` prints the trace's estimate of the diagonal of X^T X (the Gaussian fit's
 mean) over the truth, on the first ``--n-sim`` cached runs; ``run --no-clipping``
 caches runs with a clip norm 100 times larger and the noise multiplier 100 times
@@ -38,6 +43,7 @@ Usage (from ``benchmarks/``)::
     python ablation_linear/design_information.py run d5_n1000 0.3 --n-sim 40 --no-clipping
     python ablation_linear/design_information.py bias d5_n1000 0.3 --n-sim 40 [--no-clipping]
     python ablation_linear/design_information.py run paper 0.3 --exact   # then post ... --exact
+    python ablation_linear/design_information.py run d10_rho0.9 1 --dense-recording  # then post ...
 
 The cache (about 4 MB per simulation) goes to ``$SKDPVI_ABLATION_CACHE`` (default
 ``/tmp/skdpvi_ablation``); ``post`` prints TARP (authors' / prior references) and the
@@ -64,7 +70,8 @@ from _common import (_engine_settings, _study_seeds, load_cells, machine, save, 
 from skdpvi import DPBayesianLinearRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.noise_aware import statistics_posterior  # noqa: E402
-from skdpvi.noise_aware.preconditioning import recording_step_matrix  # noqa: E402
+from skdpvi.noise_aware.preconditioning import (correlation_step_matrix,  # noqa: E402
+                                                recording_step_matrix)
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
@@ -74,7 +81,7 @@ VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx", "clip_noise_va
 
 def _cache_path(config, eps, recording_step, no_clipping=False, exact=False, dense=False):
     tag = f"_rec{recording_step:g}" if recording_step != 1 else ""
-    tag += "_dense" if dense else ""
+    tag += {False: "", "estimated": "_dense", "oracle": "_dense_oracle"}[dense]
     tag += "_noclip" if no_clipping else ""
     tag += "_exact" if exact else ""
     return os.path.join(CACHE, f"linear_{config}_{eps:g}{tag}.pkl")
@@ -84,27 +91,25 @@ def _batch(seeds, config, settings, exact=False, dense=False):
     torch.set_num_threads(1)
     model = T2.model_of(config)
     model.exact_expectations = exact
-    if dense:
+    if dense == "estimated":
         n = model.n_params
         beta = np.r_[np.ones(n), np.full(n, settings["preconditioner"])]
         settings = dict(settings, step_matrix=recording_step_matrix(
             model.data_statistics(T2.CONFIGS[config][1]), sampling_rate=settings["sampling_rate"],
             noise_std=settings["noise_multiplier"] * settings["clip_norm"] / beta))
     sims = [T2.simulate(config, np.random.default_rng(s)) for s in seeds]
-    if dense and os.environ.get("ORACLE_M"):
-        from skdpvi.noise_aware.preconditioning import correlation_step_matrix
-        out = []
-        for X, y, _ in sims:
+    if dense == "oracle":
+        # the step matrix of the private X^T X (a yardstick, not private)
+        runs = []
+        for seed, (X, y, _) in zip(seeds, sims):
             Xi = np.c_[X, np.ones(len(X))]
-            M = np.eye(2 * model.n_params)
-            M[:Xi.shape[1], :Xi.shape[1]] = correlation_step_matrix(Xi.T @ Xi)
-            r = run_dpvi_batched(model, [(X, y)], random_states=[seeds[len(out)] % (2**31 - 16)],
-                                 **dict(settings, step_matrix=lambda a, b, M=M: M))[0]
-            out.append(r)
-        runs = out
+            matrix = np.eye(2 * model.n_params)
+            matrix[:Xi.shape[1], :Xi.shape[1]] = correlation_step_matrix(Xi.T @ Xi)
+            runs += run_dpvi_batched(model, [(X, y)], random_states=[seed % (2**31 - 16)],
+                                     **dict(settings, step_matrix=lambda a, b, m=matrix: m))
     else:
-      runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims],
-                              random_states=[s % (2**31 - 16) for s in seeds], **settings)
+        runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims],
+                                random_states=[s % (2**31 - 16) for s in seeds], **settings)
     out = []
     for (X, y, theta), res in zip(sims, runs):
         Xi = np.c_[X, np.ones(len(X))]
@@ -229,14 +234,14 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0, exact=Fa
         key += f"_prior{design_prior_power:g}" if design_prior_power else ""
         key += "_exact" if exact else ""
         key += "_noclip" if no_clipping else ""
-        key += "_dense" if dense else ""
+        key += {False: "", "estimated": "_dense", "oracle": "_dense_oracle"}[dense]
         payload["cells"][key] = cell
         save(name, payload)
         with np.printoptions(precision=2, suppress=True, linewidth=160):
             print(f"{config} eps {eps} rec x{recording_step:g} {variant:12s} "
                   f"{'exact expectations ' if exact else ''}"
                   f"{'no clipping ' if no_clipping else ''}"
-                  f"{'dense recording step ' if dense else ''}"
+                  f"{'dense recording step (' + dense + ') ' if dense else ''}"
                   f"design prior power {design_prior_power:g} "
                   f"TARP {cell['tarp_posterior']:.3f} / {cell['tarp_prior']:.3f}  "
                   f"clipped {cell['clipped_fraction']:.3f} {cell['clipping_correction']}\n"
@@ -280,9 +285,12 @@ def main():
                              "noise std, nothing clipped; not private)")
     parser.add_argument("--design-prior-power", type=float, default=0.0,
                         help="post: the scale-invariant prior on X^T X to this power")
-    parser.add_argument("--dense-recording", action="store_true",
+    parser.add_argument("--dense-recording", nargs="?", const="estimated", default=False,
+                        choices=("estimated", "oracle"),
                         help="run / post: the means' recording step multiplied by the "
-                             "correlation step matrix from the burn-in release")
+                             "correlation step matrix, estimated from the release (the "
+                             "estimator's mean_preconditioning='correlation') or of the "
+                             "private X^T X (oracle)")
     parser.add_argument("--exact", action="store_true",
                         help="DP-SGD with the model's exact expectations over q, not draws")
     args = parser.parse_args()
