@@ -148,25 +148,17 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         self.prior_noise_shape = prior_noise_shape
         self.prior_noise_scale = prior_noise_scale
 
-    def _engine_settings(self, n_samples, n_features):
-        if self.mean_preconditioning not in _MEAN_PRECONDITIONING:
-            raise ValueError(f"mean_preconditioning must be one of {_MEAN_PRECONDITIONING}, "
-                             f"got {self.mean_preconditioning!r}.")
-        if self.mean_preconditioning == "correlation" and self.inference != STATISTICS:
-            raise ValueError("mean_preconditioning='correlation' estimates X^T X from the "
-                             "recorded trace and needs inference='statistics', got "
-                             f"inference={self.inference!r}.")
-        settings = super()._engine_settings(n_samples, n_features)
-        engine = settings.engine
-        if self.mean_preconditioning != "none" and self.inference == STATISTICS and (
+    def _step_matrix(self, engine, n_samples):
+        """The engine's ``step_matrix`` under ``mean_preconditioning`` (or None)."""
+        if self.mean_preconditioning == "none" or self.inference != STATISTICS or not (
                 0 < engine["burn_in"] < engine["n_steps"]):
-            model = engine["model"]
-            n = model.n_params
-            beta = np.r_[np.ones(n), np.full(n, engine["preconditioner"])]
-            engine["step_matrix"] = recording_step_matrix(
-                model.data_statistics(n_samples), sampling_rate=engine["sampling_rate"],
-                noise_std=engine["noise_multiplier"] * engine["clip_norm"] / beta)
-        return settings
+            return None
+        model = engine["model"]
+        n = model.n_params
+        beta = np.r_[np.ones(n), np.full(n, engine["preconditioner"])]
+        return recording_step_matrix(
+            model.data_statistics(n_samples), sampling_rate=engine["sampling_rate"],
+            noise_std=engine["noise_multiplier"] * engine["clip_norm"] / beta)
 
     @staticmethod
     def _default_learning_rate_scale(dim):
@@ -180,6 +172,13 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.floating)) and value > 0):
                 raise ValueError(f"{name} must be a number > 0, got {value!r}.")
+        if self.mean_preconditioning not in _MEAN_PRECONDITIONING:
+            raise ValueError(f"mean_preconditioning must be one of {_MEAN_PRECONDITIONING}, "
+                             f"got {self.mean_preconditioning!r}.")
+        if self.mean_preconditioning == "correlation" and self.inference != STATISTICS:
+            raise ValueError("mean_preconditioning='correlation' estimates X^T X from the "
+                             "recorded trace and needs inference='statistics', got "
+                             f"inference={self.inference!r}.")
         return LinearRegressionModel(n_features, self.prior_weight_scale,
                                      self.prior_noise_shape, self.prior_noise_scale,
                                      self.fit_intercept)

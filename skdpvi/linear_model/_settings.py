@@ -170,7 +170,14 @@ class _SettingsMixin:
             record_trace=self.inference == STATISTICS,
             device=self.device,
         )
+        step_matrix = self._step_matrix(engine, n_samples)
+        if step_matrix is not None:
+            engine["step_matrix"] = step_matrix
         return _FitSettings(engine=engine, epsilon=eps_achieved)
+
+    def _step_matrix(self, engine, n_samples):
+        """A ``step_matrix`` for the engine (a subclass's; None: the plain step)."""
+        return None
 
     def _dp_mechanism(self):
         """The DP-SGD mechanism of this estimator's fit, and the delta of its budget.
