@@ -12,14 +12,15 @@ times too wide (results page).
 The fix is a post-processing of the release: at burn-in, the released pairs give an
 estimate ``G`` of ``X^T X`` (the statistics regression of
 :mod:`skdpvi.noise_aware.statistics` on the pairs from half the burn-in on), and from
-then on the means' step is multiplied by ``M = D^1/2 R^-1 D^-1/2``, ``D = diag(G)``,
-``R`` the correlation matrix of ``G`` with its eigenvalues floored; ``M`` is
-re-estimated from all pairs so far at each quarter of the recording window, as the
-larger wander along the soft directions identifies them better. The drift of the means
-becomes ``diag(lr G_jj)``: every direction relaxes at the rate of an uncorrelated
-coordinate. For an uncorrelated design ``R = I`` and nothing changes. The mechanism
-(sampling, clipping, noise) is untouched, so the privacy guarantee is the same; the
-statistics posterior is exact along any path of phi, so it needs no change either.
+then on the means' step is multiplied by ``M = D^1/2 R_c^-1 D^-1/2``, ``D = diag(G)``,
+``R_c`` the correlation matrix of ``G`` with its eigenvalues clipped to ``[floor,
+1]``: every soft direction relaxes at the rate of an uncorrelated coordinate, the
+stiff ones keep their faster rate, none is slowed down. ``M`` is re-estimated from
+all pairs so far at each tenth of the recording window, as the larger wander along
+the soft directions identifies them better. For an uncorrelated design ``R = I`` and
+nothing changes. The mechanism (sampling, clipping, noise) is untouched, so the
+privacy guarantee is the same; the statistics posterior is exact along any path of
+phi, so it needs no change either.
 """
 
 import numpy as np
@@ -34,7 +35,12 @@ EIGENVALUE_FLOOR = 0.05
 
 
 def correlation_step_matrix(gram, floor=EIGENVALUE_FLOOR):
-    """``D^1/2 R^-1 D^-1/2`` of a symmetric curvature estimate ``gram``.
+    """``D^1/2 R^-1 D^-1/2`` of a symmetric curvature estimate ``gram``, with the
+    eigenvalues of the correlation matrix R clipped to ``[floor, 1]``.
+
+    In units of the diagonal D, the drift of the means becomes ``R_c^-1 R``: a soft
+    direction (eigenvalue below 1) relaxes at the rate of an uncorrelated coordinate,
+    a stiff one (above 1) keeps its faster rate; no direction is slowed down.
 
     Parameters
     ----------
@@ -63,7 +69,7 @@ def correlation_step_matrix(gram, floor=EIGENVALUE_FLOOR):
     root = np.sqrt(diag)
     corr = gram / np.outer(root, root)
     values, vectors = np.linalg.eigh(corr)
-    inverse = (vectors / np.maximum(values, floor)) @ vectors.T
+    inverse = (vectors / np.clip(values, floor, 1.0)) @ vectors.T
     return root[:, None] * inverse / root[None, :]
 
 

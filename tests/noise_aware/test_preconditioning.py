@@ -12,12 +12,16 @@ def _equicorrelated_gram(p, rho, n, scales):
     return n * corr * np.outer(scales, scales)
 
 
-def test_correlation_step_matrix_decouples_the_drift_and_is_the_identity_without_correlation():
+def test_correlation_step_matrix_speeds_up_the_soft_directions_only():
     scales = np.array([1.0, 2.0, 0.5, 3.0])
     gram = _equicorrelated_gram(4, 0.9, 1000, scales)
     M = correlation_step_matrix(gram)
-    # M G = diag(G): every coordinate relaxes at its own uncorrelated rate
-    np.testing.assert_allclose(M @ gram, np.diag(np.diag(gram)), atol=1e-8 * gram.max())
+    # in units of the diagonal, the drift M G relaxes every soft direction (correlation
+    # eigenvalue 0.1) at the rate of an uncorrelated coordinate (1) and leaves the
+    # stiff one (3.7) as it was: eigenvalues max(lambda, 1)
+    root = np.sqrt(np.diag(gram))
+    drift = (M @ gram) / np.outer(root, root)
+    np.testing.assert_allclose(np.sort(np.linalg.eigvals(drift).real), [1, 1, 1, 3.7], rtol=1e-8)
     np.testing.assert_allclose(correlation_step_matrix(np.diag(scales**2)), np.eye(4), atol=1e-12)
     # unusable estimates (a non-positive or non-finite diagonal) change nothing
     for bad in (np.diag([1.0, -1.0, 1.0, 1.0]), np.full((4, 4), np.nan)):
