@@ -217,7 +217,7 @@ class _Engine:
         if switch > 0:
             lr = self.burn_in_lr
         # with step_matrix the update is matrix @ (lr * g_tilde) from burn-in on, the
-        # matrix re-estimated at each quarter of the recording window
+        # matrix re-estimated at each tenth of the recording window (_MATRIX_UPDATES)
         matrix, matrix_at = None, set()
         if self.step_matrix is not None:
             burn = self.settings["burn_in"]
@@ -363,7 +363,7 @@ def run_dpvi(
         privacy guarantee, does not depend on the steps.
     step_matrix : callable, optional
         ``step_matrix(trace_phi, trace_grad) -> M`` of shape (d, d), called at
-        ``burn_in`` and at the start of each further quarter of the recording window
+        ``burn_in`` and at the start of each further tenth of the recording window
         with the released pairs from step ``burn_in // 2`` up to then (arrays of shape
         (t, d)); from the first call on a step is
         ``phi <- phi - M @ (lambda * beta * g_tilde)``. A
