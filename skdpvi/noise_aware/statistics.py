@@ -268,6 +268,20 @@ def _regression(data_statistics, phi, target, precision, halves):
     P = parts[0][0] + parts[1][0]
     h = parts[0][1] + parts[1][1]
     yy = parts[0][2] + parts[1][2]
+    fit, prior, index, scale = _shrinkage_fit(data_statistics, P, h)
+    if prior is not None:
+        P, h = P + prior[0], h + prior[1]
+        parts = [(P_k + 0.5 * prior[0], h_k + 0.5 * prior[1], yy_k) for P_k, h_k, yy_k in parts]
+    return dict(fit=fit, parts=parts, P=P, h=h, yy=yy, index=index, scale=scale, ratio=ratio)
+
+
+def _shrinkage_fit(data_statistics, P, h):
+    """eta's posterior from the normal equations (P, h): the model's Gaussian prior
+    (if any), the known statistics and the shrinkage grid.
+
+    Returns (fit, prior, shrunk indices, their scales); ``prior`` is the model's
+    ``(P, h)`` term or None.
+    """
     index, scale_of = data_statistics.shrinkage_groups()
     known = data_statistics.known_statistics()
     rough = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
@@ -275,11 +289,9 @@ def _regression(data_statistics, phi, target, precision, halves):
     prior = data_statistics.gaussian_prior(rough)
     if prior is not None:
         P, h = P + prior[0], h + prior[1]
-        parts = [(P_k + 0.5 * prior[0], h_k + 0.5 * prior[1], yy_k) for P_k, h_k, yy_k in parts]
     first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,), known=known)
     scale = scale_of(first.means[0]) if len(index) else np.zeros(0)
-    fit = StatisticsFit(P, h, index, scale, known=known)
-    return dict(fit=fit, parts=parts, P=P, h=h, yy=yy, index=index, scale=scale, ratio=ratio)
+    return StatisticsFit(P, h, index, scale, known=known), prior, index, scale
 
 
 def _first_fit(data_statistics, phi, target, precision, halves, full=False):
