@@ -155,3 +155,14 @@ def test_sparse_glm_path_equals_dense(monkeypatch):
     dense = DPBayesianLogisticRegression(**QUICK, random_state=0).fit(X.toarray(), y)
     sparse = DPBayesianLogisticRegression(**QUICK, random_state=0).fit(X, y)
     np.testing.assert_array_equal(sparse.dpvi_result_.phi, dense.dpvi_result_.phi)
+
+
+def test_fit_batch_equals_fit_with_the_correlation_step_matrix():
+    # the default linear fit steps its means through a matrix estimated from each
+    # run's own released pairs: the lockstep runs must not share it
+    est = DPBayesianLinearRegression(max_iter=300, n_posterior_samples=100, epsilon=2.0)
+    assert est.get_params()["mean_preconditioning"] == "auto"
+    data = [_regression(k)[1:] for k in range(2)]
+    fitted = est._fit_batch(data, [5, 6])
+    for got, (X, y), seed in zip(fitted, data, [5, 6]):
+        _assert_same_fit(got, clone(est).set_params(random_state=seed).fit(X, y), rtol=1e-5)
