@@ -27,14 +27,17 @@ the predictions.
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..dpvi import run_dpvi, run_dpvi_batched
 from ..noise_aware import sample_phi_star, statistics_posterior
+from ..noise_aware.statistics_sampling import NoValidDraws
 from ..posterior import NoiseAwarePosterior
 from ._reporting import _describe_diagnostics, _progress
 from ._settings import STATISTICS, _SettingsMixin
@@ -131,12 +134,26 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         verbose = int(self.verbose)
         start = time.perf_counter()
         if self.inference == STATISTICS:
-            components, diagnostics = statistics_posterior(
-                result, model.data_statistics(n_samples), int(self.n_posterior_samples),
-                random_state=seeds.post)
-            self.posterior_ = NoiseAwarePosterior.from_components(components, model,
-                                                                  self.inference)
-            what = "mixture components"
+            try:
+                components, diagnostics = statistics_posterior(
+                    result, model.data_statistics(n_samples), int(self.n_posterior_samples),
+                    random_state=seeds.post)
+                self.posterior_ = NoiseAwarePosterior.from_components(components, model,
+                                                                      self.inference)
+                what = "mixture components"
+            except NoValidDraws as error:
+                # one unusual data set must not end a study of hundreds of fits: the
+                # paper's gradient model needs no draw inside the model's support
+                warnings.warn(
+                    f"{error} The fit falls back to the paper's gradient model "
+                    "(inference='exact'), whose intervals are less reliable; "
+                    "inference_diagnostics_['fallback'] says so.",
+                    ConvergenceWarning, stacklevel=2)
+                phi_star, diagnostics = sample_phi_star(
+                    result, "exact", int(self.n_posterior_samples), random_state=seeds.post)
+                self.posterior_ = NoiseAwarePosterior(phi_star, model, "exact")
+                diagnostics = {**diagnostics, "fallback": "exact"}
+                what = "draws of phi* (fallback)"
         else:
             phi_star, diagnostics = sample_phi_star(
                 result, self._phi_star_backend(), int(self.n_posterior_samples),
@@ -231,7 +248,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         cls = type(self)
         return all(getattr(cls, name).__module__.startswith("skdpvi.linear_model")
                    for name in ("fit", "_fit", "_fit_inputs", "_fit_from_result",
-                                "_engine_settings", "_phi_star_backend",
+                                "_engine_settings", "_step_matrix", "_phi_star_backend",
                                 "_posterior_from_draws"))
 
     def _named_params(self, model_names):

@@ -28,6 +28,10 @@ class FewValidDraws(ValueError):
     """Too few draws of eta from the trace Gaussian are possible under the model."""
 
 
+class NoValidDraws(ValueError):
+    """No draw of eta from the trace Gaussian is possible under the model."""
+
+
 def _resample(data_statistics, fit, n_components, rng, n_proposals, strict=False):
     """Draws of eta from (trace Gaussian) x (prior predictive), as mixture components.
 
@@ -90,7 +94,7 @@ def _resample(data_statistics, fit, n_components, rng, n_proposals, strict=False
 
 
 def _raise_impossible():
-    raise ValueError(
+    raise NoValidDraws(
         "No draw of the data statistics is possible under the model's prior "
         "(e.g. every residual sum of squares came out negative): the trace is too "
         "noisy for this model. Increase epsilon or max_iter."
