@@ -17,6 +17,7 @@ import time
 import numpy as np
 from joblib import Parallel, delayed
 
+from skdpvi import DPBayesianLinearRegression
 from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from skdpvi.dpvi.schedule import _default_preconditioning
@@ -24,6 +25,7 @@ from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
 from skdpvi.noise_aware import (coupled_means, linear_response_posterior,
                                 logistic_wander_width, remove_wander_bias, sample_phi_star,
                                 statistics_posterior)
+from skdpvi.models import LinearRegressionModel
 from skdpvi.posterior import NoiseAwarePosterior
 
 METHODS = ("emcee", "exact", "exact_kendall", "laplace", "last_iterate")
@@ -35,17 +37,28 @@ RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 
 
 def _engine_settings(model, *, epsilon, clip_norm, n_steps, sampling_rate, delta, burn_in,
-                     preconditioner, learning_rate_scale, n_examples=None, record_trace=False):
-    """The run_dpvi keyword arguments the estimators' defaults would use."""
+                     preconditioner, learning_rate_scale, n_examples=None, record_trace=False,
+                     mean_preconditioning=True):
+    """The run_dpvi keyword arguments the estimators' defaults would use (with the
+    recorded trace of a linear model, the linear estimator's correlation step matrix,
+    unless ``mean_preconditioning=False``)."""
     sigma, _ = noise_multiplier(epsilon, delta, sampling_rate, n_steps)
     # exactly the estimators' defaults, so the tables measure what users get
     lam = heuristic_learning_rate(sigma, clip_norm, n_steps, 2 * model.n_params,
                                   learning_rate_scale)
     beta = (_default_preconditioning(lam, n_steps, model, clip_norm, n_examples)
             if preconditioner is None else preconditioner)
-    return dict(noise_multiplier=sigma, clip_norm=clip_norm, learning_rate=lam,
-                sampling_rate=sampling_rate, n_steps=n_steps, burn_in=int(burn_in * n_steps),
-                preconditioner=beta, return_diagnostics=True, record_trace=record_trace)
+    settings = dict(noise_multiplier=sigma, clip_norm=clip_norm, learning_rate=lam,
+                    sampling_rate=sampling_rate, n_steps=n_steps,
+                    burn_in=int(burn_in * n_steps), preconditioner=beta,
+                    return_diagnostics=True, record_trace=record_trace)
+    if record_trace and mean_preconditioning and isinstance(model, LinearRegressionModel):
+        # the linear estimator's default (mean_preconditioning="auto" with its trace)
+        step_matrix = DPBayesianLinearRegression()._step_matrix(dict(settings, model=model),
+                                                                n_examples)
+        if step_matrix is not None:
+            settings["step_matrix"] = step_matrix
+    return settings
 
 
 def _needs_trace(methods):

@@ -23,9 +23,11 @@ the statistics posterior is then computed on the same runs (``post``) with:
   ``|X^T X|^(-a (p+1)/2)`` added to the prior predictive (``a = 1``: the marginal of a
   Wishart design under a Jeffreys prior on its covariance).
 
-``run --dense-recording`` caches runs whose coefficient means step, from burn-in on,
-through the correlation step matrix estimated from the release (the estimator's
-``mean_preconditioning="correlation"``; ``--dense-recording oracle``: the matrix of the
+Without ``--dense-recording`` the runs take the plain step (the estimator's
+``mean_preconditioning="none"``, the default before 2026-11-25); ``run
+--dense-recording`` caches runs whose coefficient means step, from burn-in on, through
+the correlation step matrix estimated from the release (the estimator's default
+``mean_preconditioning="auto"``; ``--dense-recording oracle``: the matrix of the
 private X^T X, a yardstick); ``post --dense-recording`` reads them.
 
 ``bias`` prints the trace's estimate of the diagonal of X^T X (the Gaussian fit's
@@ -70,8 +72,7 @@ from _common import (_engine_settings, _study_seeds, load_cells, machine, save, 
 from skdpvi import DPBayesianLinearRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.noise_aware import statistics_posterior  # noqa: E402
-from skdpvi.noise_aware.preconditioning import (correlation_step_matrix,  # noqa: E402
-                                                recording_step_matrix)
+from skdpvi.noise_aware.preconditioning import correlation_step_matrix  # noqa: E402
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
@@ -91,12 +92,6 @@ def _batch(seeds, config, settings, exact=False, dense=False):
     torch.set_num_threads(1)
     model = T2.model_of(config)
     model.exact_expectations = exact
-    if dense == "estimated":
-        n = model.n_params
-        beta = np.r_[np.ones(n), np.full(n, settings["preconditioner"])]
-        settings = dict(settings, step_matrix=recording_step_matrix(
-            model.data_statistics(T2.CONFIGS[config][1]), sampling_rate=settings["sampling_rate"],
-            noise_std=settings["noise_multiplier"] * settings["clip_norm"] / beta))
     sims = [T2.simulate(config, np.random.default_rng(s)) for s in seeds]
     if dense == "oracle":
         # the step matrix of the private X^T X (a yardstick, not private)
@@ -126,7 +121,8 @@ def run(config, eps, n_sim, recording_step, no_clipping=False, exact=False, dens
         delta=1e-5, burn_in=0.2, preconditioner=None,
         learning_rate_scale=DPBayesianLinearRegression._default_learning_rate_scale(
             2 * model.n_params),
-        n_examples=T2.CONFIGS[config][1], record_trace=True)
+        n_examples=T2.CONFIGS[config][1], record_trace=True,
+        mean_preconditioning=dense == "estimated")
     if no_clipping:
         settings["clip_norm"] *= 100.0
         settings["noise_multiplier"] /= 100.0
