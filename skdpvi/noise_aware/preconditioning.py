@@ -68,7 +68,10 @@ def correlation_step_matrix(gram, floor=EIGENVALUE_FLOOR):
         return np.eye(p)
     root = np.sqrt(diag)
     corr = gram / np.outer(root, root)
-    values, vectors = np.linalg.eigh(corr)
+    try:
+        values, vectors = np.linalg.eigh(corr)
+    except np.linalg.LinAlgError:
+        return np.eye(p)
     inverse = (vectors / np.clip(values, floor, 1.0)) @ vectors.T
     return root[:, None] * inverse / root[None, :]
 
