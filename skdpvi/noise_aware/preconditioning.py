@@ -1,13 +1,13 @@
-"""A recording-phase step matrix from the released burn-in: equal relaxation for every
-direction of the coefficients.
+"""A recording-phase step matrix from the released burn-in: the soft directions of a
+correlated design relax as fast as uncorrelated coordinates.
 
 With correlated features the curvature of the linear model's ELBO in the coefficient
 means, ``E[1/sigma^2] X^T X``, has soft directions (equicorrelation 0.9 over ten
 features: eigenvalues 0.1 N against 9 N). DP-SGD with a per-coordinate step relaxes
 along them tens of times more slowly than along the stiff ones, so they barely wander
 in the recording window and the trace identifies ``X^T X`` poorly exactly where the
-posterior is most sensitive to it: the statistics posterior of such a design was 2-3
-times too wide (results page).
+posterior is most sensitive to it: the statistics posterior of such a design was more
+than twice too wide (results page).
 
 The fix is a post-processing of the release: at burn-in, the released pairs give an
 estimate ``G`` of ``X^T X`` (the statistics regression of
