@@ -26,6 +26,7 @@ from skdpvi.noise_aware import (coupled_means, linear_response_posterior,
                                 logistic_wander_width, remove_wander_bias, sample_phi_star,
                                 statistics_posterior)
 from skdpvi.models import LinearRegressionModel
+from skdpvi.noise_aware.statistics_sampling import NoValidDraws
 from skdpvi.posterior import NoiseAwarePosterior
 
 METHODS = ("emcee", "exact", "exact_kendall", "laplace", "last_iterate")
@@ -75,8 +76,15 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
 
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                components, diag = statistics_posterior(
-                    res, model.data_statistics(n_examples), n_draws, random_state=seed + k)
+                try:
+                    components, diag = statistics_posterior(
+                        res, model.data_statistics(n_examples), n_draws, random_state=seed + k)
+                except NoValidDraws:
+                    # as the estimator does: the paper's gradient model for this run
+                    phi, _ = sample_phi_star(res, "exact", n_draws, random_state=seed + k)
+                    posteriors[method] = NoiseAwarePosterior(phi, model, "exact")
+                    diagnostics["fallback"] = True
+                    continue
             diagnostics["convergence_warning"] = any(
                 "do not follow" in str(w.message) for w in caught)
             diagnostics["split_p_value"] = diag["split_p_value"]

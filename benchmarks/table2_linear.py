@@ -167,12 +167,14 @@ def main():
         rows = tarp_table(samples, theta, prior_sampler_of(args.config))
         clipped = float(np.mean([o[2]["clipped_fraction"] for o in out]))
         warned = float(np.mean([o[2].get("convergence_warning", False) for o in out]))
+        fallbacks = int(sum(bool(o[2].get("fallback")) for o in out))
         corrections = [str(o[2].get("clipping_correction")) for o in out]
         correction = {k: corrections.count(k) for k in sorted(set(corrections))}
         print_tarp(rows, f"{args.config}, epsilon={eps} ({args.n_sim} simulations, "
                          f"{seconds:.0f} s, clipped fraction {clipped:.3f}, "
                          f"ConvergenceWarning in {warned:.1%}, clipping correction "
-                         f"{correction})", args.n_sim)
+                         f"{correction}, fallbacks to the gradient model {fallbacks})",
+                   args.n_sim)
         zs = z_scores(samples, theta)
         with np.printoptions(precision=2, suppress=True, linewidth=150):
             for method, z in zs.items():
@@ -180,7 +182,8 @@ def main():
                       f"    {'':<14} sd   {np.array(z['sd'])}")
         payload["cells"][str(eps)] = {"rows": rows, "seconds": seconds, "clipped": clipped,
                                       "convergence_warning": warned, "z": zs,
-                                      "clipping_correction": correction}
+                                      "clipping_correction": correction,
+                                      "fallbacks": fallbacks}
         save(name, payload)
 
 
