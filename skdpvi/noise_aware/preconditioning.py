@@ -12,9 +12,11 @@ than twice too wide (results page).
 The fix is a post-processing of the release: at burn-in, the released pairs give an
 estimate ``G`` of ``X^T X`` (the statistics regression of
 :mod:`skdpvi.noise_aware.statistics` on the pairs from half the burn-in on), and from
-then on the means' step is multiplied by ``M = D^1/2 R_c^-1 D^-1/2``, ``D = diag(G)``,
-``R_c`` the correlation matrix of ``G`` with its eigenvalues clipped to ``[floor,
-1]``: every soft direction relaxes at the rate of an uncorrelated coordinate, the
+then on the features' means step by ``M = D^1/2 R_c^-1 D^-1/2`` times the plain step,
+``D`` the diagonal of the features' block of ``G``, ``R_c`` its correlation matrix with
+the eigenvalues clipped to ``[floor, 1]`` (the intercept keeps the plain step: with
+uncentred features, speeding up the direction it shares with them made its intervals
+too narrow): every soft direction relaxes at the rate of an uncorrelated coordinate, the
 stiff ones keep their faster rate, none is slowed down. ``M`` is re-estimated from
 all pairs so far at each tenth of the recording window, as the larger wander along
 the soft directions identifies them better. For an uncorrelated design ``R = I`` and
@@ -94,7 +96,7 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
     -------
     callable
         ``(trace_phi, trace_grad) -> M`` of shape (d, d): the identity except the
-        coefficient means' block, :func:`correlation_step_matrix` of ``X^T X``
+        features' means block, :func:`correlation_step_matrix` of that block of ``X^T X``
         estimated from the released pairs it is given (the engine passes those from
         half the burn-in on) by the statistics regression with the mechanism's noise.
         The engine calls it with ever longer arrays of the same run; the normal
@@ -128,7 +130,11 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
         except np.linalg.LinAlgError:
             return matrix
         gram = data_statistics.unpack(eta[None])[0][0]
-        matrix[:p, :p] = correlation_step_matrix(gram, floor)
+        # the features' block only: the intercept's column (its mean is known, N) is
+        # left to the plain step (with uncentred features, speeding up the direction
+        # it shares with them made the intercept's intervals too narrow: results page)
+        k = p - 1 if data_statistics.model.fit_intercept else p
+        matrix[:k, :k] = correlation_step_matrix(gram[:k, :k], floor)
         return matrix
 
     return step_matrix

@@ -64,14 +64,18 @@ def test_recording_step_matrix_estimates_the_correlation_from_released_pairs():
     model = LinearRegressionModel(p)
     st, gram, phi, grads, kappa = _linear_release(X, y, model, 5.0, 2000, rng)
     M = recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)(phi, grads)
-    want = correlation_step_matrix(gram)
+    want = correlation_step_matrix(gram[:p, :p])  # the features' block
     assert M.shape == (2 * model.n_params,) * 2
-    np.testing.assert_array_equal(M[p + 1:, :], np.eye(2 * model.n_params)[p + 1:, :])
+    # the intercept, the noise variance and the scales keep the plain step
+    identity = np.eye(2 * model.n_params)
+    np.testing.assert_array_equal(M[p:, :], identity[p:, :])
+    np.testing.assert_array_equal(M[:, p:], identity[:, p:])
     # the soft directions' amplification (about 10x) is recovered within 20 %
-    values, vectors = np.linalg.eigh(gram)
+    values, vectors = np.linalg.eigh(gram[:p, :p])
     soft = vectors[:, :2]
-    np.testing.assert_allclose(np.diag(soft.T @ M[:p + 1, :p + 1] @ soft),
+    np.testing.assert_allclose(np.diag(soft.T @ M[:p, :p] @ soft),
                                np.diag(soft.T @ want @ soft), rtol=0.2)
+    assert np.all(np.diag(soft.T @ want @ soft) > 5)
     # too few pairs: the identity
     np.testing.assert_array_equal(
         recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)(phi[:4], grads[:4]),
