@@ -57,11 +57,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         the coefficients and Gauss-Hermite quadrature in the noise variance.
     burn_in : float or int, default=0.2
     mean_preconditioning : {"auto", "correlation", "none"}, default="auto"
-        How the coefficient means step after burn-in. "correlation": multiplied by
-        the inverse correlation matrix of X^T X as the released trace estimates it
+        How the coefficient means step after burn-in. "correlation": the features'
+        means multiplied by the inverse correlation matrix of their block of X^T X as
+        the released trace estimates it
         (:func:`~skdpvi.noise_aware.recording_step_matrix`; re-estimated at each
-        tenth of the recording window), so that every direction of the coefficients
-        relaxes as fast as an uncorrelated one: with strongly correlated features the
+        tenth of the recording window; the intercept keeps the plain step), so that
+        every soft direction relaxes as fast as an uncorrelated coordinate: with strongly correlated features the
         soft directions otherwise barely move, the trace identifies X^T X poorly
         there and the intervals come out too wide (results page). A post-processing
         of the release: the privacy guarantee is unchanged. "none": the plain step.
