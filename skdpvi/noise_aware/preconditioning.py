@@ -130,9 +130,9 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
         except np.linalg.LinAlgError:
             return matrix
         gram = data_statistics.unpack(eta[None])[0][0]
-        # the features' block only: the intercept's column (its mean is known, N) is
-        # left to the plain step (with uncentred features, speeding up the direction
-        # it shares with them made the intercept's intervals too narrow: results page)
+        # the features' block only: the intercept keeps the plain step (with
+        # uncentred features, speeding up the direction it shares with them made the
+        # intercept's intervals too narrow: results page, "Uncentred features")
         k = p - 1 if data_statistics.model.fit_intercept else p
         matrix[:k, :k] = correlation_step_matrix(gram[:k, :k], floor)
         return matrix
