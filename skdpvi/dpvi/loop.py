@@ -17,7 +17,6 @@ run only in how they draw their random numbers and gather their batches.
 
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import torch
 
 from ..models.base import GLMModel
@@ -28,13 +27,10 @@ from .result import _result
 from .sampling import _block_steps, _draw_block
 from .schedule import _schedule
 from .statistics import _TraceRecorder
+from .step_matrix import _StepMatrix
 from .threads import _limit_threads, _resolve_threads
 
 __all__ = ["run_dpvi"]
-
-#: How often a ``step_matrix`` is computed: at burn-in and at the start of every
-#: further fraction 1 / this of the recording window.
-_MATRIX_UPDATES = 10
 
 #: Expected size (batch rows x weights) of the gradient block above which the
 #: factored GLM path (:func:`glm_clip_and_sum`) is faster than the dense one.
@@ -96,11 +92,9 @@ class _Engine:
                  n_mc_samples, preconditioner, init_mean, init_scale, record_trace,
                  return_diagnostics, step_scales=None, step_matrix=None, n_runs=None):
         self.model = model
-        if step_matrix is not None and not record_trace:
-            raise ValueError("step_matrix needs the burn-in trace: set record_trace=True.")
-        if step_matrix is not None and not 0 < burn_in < n_steps:
-            raise ValueError("step_matrix needs 0 < burn_in < n_steps.")
-        self.step_matrix = step_matrix
+        self.step_matrix = (None if step_matrix is None else _StepMatrix(
+            step_matrix, burn_in=burn_in, n_steps=n_steps, record_trace=record_trace,
+            device=device))
         self.n_examples = n_examples
         self.device = device
         self.n_mc_samples = n_mc_samples
@@ -216,13 +210,9 @@ class _Engine:
         switch = -1 if self.burn_in_lr is None else self.settings["burn_in"]
         if switch > 0:
             lr = self.burn_in_lr
-        # with step_matrix the update is matrix @ (lr * g_tilde) from burn-in on, the
-        # matrix re-estimated at each tenth of the recording window (_MATRIX_UPDATES)
-        matrix, matrix_at = None, set()
-        if self.step_matrix is not None:
-            burn = self.settings["burn_in"]
-            matrix_at = {burn + k * (n_steps - burn) // _MATRIX_UPDATES
-                         for k in range(_MATRIX_UPDATES)}
+        # with step_matrix the update is matrix @ (lr * g_tilde) from burn-in on
+        matrix = None
+        matrix_at = () if self.step_matrix is None else self.step_matrix.steps
         for start in range(0, n_steps, block):
             stop = min(start + block, n_steps)
             noise, step = draw_block(stop - start)
@@ -230,7 +220,7 @@ class _Engine:
                 if start + j == switch:
                     lr = self.lr
                 if start + j in matrix_at:
-                    matrix = self._step_matrix(recorder, start, j, lead, d)
+                    matrix = self.step_matrix(recorder, start, j, lead, d)
                 phis[j] = phi
                 clipped_sum, norms, mask = step(j, phi)
                 g_tilde = (clipped_sum + noise[j]) / beta  # the release (paper A59)
@@ -253,26 +243,6 @@ class _Engine:
         if progress is not None:
             progress.close()
         return phi, recorder, (n_clipped, n_seen)
-
-    def _step_matrix(self, recorder, start, j, lead, d):
-        """``step_matrix`` of every run, from its released pairs of steps
-        ``burn_in // 2 .. start + j - 1``."""
-        first = self.settings["burn_in"] // 2
-        buffered = slice(max(first - start, 0), j)  # the current block's steps
-        phi = np.concatenate([recorder.trace_phi[first:start],
-                              recorder.phi[buffered].cpu().numpy()])
-        grad = np.concatenate([recorder.trace_grad[first:start],
-                               recorder.grad[buffered].cpu().numpy()])
-        runs = [()] if lead == () else [(slice(None), r) for r in range(lead[0])]
-        out = []
-        for run in runs:
-            matrix = np.asarray(self.step_matrix(phi[run], grad[run]), dtype=float)
-            if matrix.shape != (d, d) or not np.all(np.isfinite(matrix)):
-                raise ValueError(f"step_matrix must return a finite ({d}, {d}) array, got "
-                                 f"shape {matrix.shape}.")
-            out.append(matrix)
-        out = out[0] if lead == () else np.stack(out)
-        return torch.tensor(out, dtype=torch.float64, device=self.device)
 
     def results(self, phi, recorder, counts, runs):
         """The :class:`DPVIResult` of each run of :meth:`descend`'s output.
@@ -362,14 +332,10 @@ def run_dpvi(
         ``learning_rate`` is reported in the result). The mechanism, and so the
         privacy guarantee, does not depend on the steps.
     step_matrix : callable, optional
-        ``step_matrix(trace_phi, trace_grad) -> M`` of shape (d, d), called at
-        ``burn_in`` and at the start of each further tenth of the recording window
-        with the released pairs from step ``burn_in // 2`` up to then (arrays of shape
-        (t, d)); from the first call on a step is
-        ``phi <- phi - M @ (lambda * beta * g_tilde)``. A
-        function of released values only, so the privacy guarantee is unchanged
-        (e.g. :func:`skdpvi.noise_aware.recording_step_matrix`). Needs
-        ``record_trace=True``.
+        ``(trace_phi, trace_grad) -> M`` (d, d), computed from the released pairs at
+        burn-in and at each tenth of the window; from then on a step is
+        ``phi <- phi - M @ (lambda * beta * g_tilde)`` (:mod:`skdpvi.dpvi.step_matrix`;
+        needs ``record_trace=True``; e.g. :func:`skdpvi.noise_aware.recording_step_matrix`).
     random_state : int
         Seed of the torch generator that draws batches, MC samples and noise.
     record_trace : bool, default=False

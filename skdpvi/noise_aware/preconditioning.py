@@ -27,7 +27,7 @@ phi, so it needs no change either.
 
 import numpy as np
 
-from .statistics import _shrinkage_fit
+from .statistics_fit import _shrinkage_fit
 
 __all__ = ["recording_step_matrix", "correlation_step_matrix"]
 
@@ -108,21 +108,20 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
     seen = {}  # first pair of a run -> (pairs seen, P, h)
 
     def step_matrix(trace_phi, trace_grad):
-        phi = np.asarray(trace_phi, float)
-        target = np.asarray(trace_grad, float) / kappa
-        n, d = phi.shape
+        n, d = np.shape(trace_phi)
         matrix = np.eye(d)
         if n < 8:
             return matrix
         precision = np.broadcast_to((kappa / np.asarray(noise_std, float)) ** 2, (d,)).copy()
         precision[data_statistics.unused_coordinates()] = 0.0
-        key = phi[0].tobytes() + target[0].tobytes()
+        key = np.asarray(trace_phi[0]).tobytes() + np.asarray(trace_grad[0]).tobytes()
         start, P, h = seen.get(key, (0, 0.0, 0.0))
         if start > n:
             start, P, h = 0, 0.0, 0.0
-        if start < n:
-            P_new, h_new, _ = data_statistics.normal_equations(phi[start:], target[start:],
-                                                               precision)
+        if start < n:  # only the pairs not seen before
+            P_new, h_new, _ = data_statistics.normal_equations(
+                np.asarray(trace_phi[start:], float),
+                np.asarray(trace_grad[start:], float) / kappa, precision)
             P, h = P + P_new, h + h_new
         seen[key] = (n, P, h)
         try:

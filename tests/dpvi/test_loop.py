@@ -147,7 +147,7 @@ def test_step_matrix_is_applied_from_burn_in_and_fed_the_released_pairs():
     # released pairs of steps burn_in // 2 .. t - 1 at burn-in and at each further tenth
     # of the window; before burn-in the plain step
     from skdpvi.dpvi import run_dpvi_batched
-    from skdpvi.dpvi.loop import _MATRIX_UPDATES
+    from skdpvi.dpvi.step_matrix import _MATRIX_UPDATES
 
     X, y, model, kwargs = _logistic_run_setup(1000, 2, n_steps=250, burn_in=50)
     calls = []

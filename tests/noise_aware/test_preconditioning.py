@@ -76,6 +76,12 @@ def test_recording_step_matrix_estimates_the_correlation_from_released_pairs():
     np.testing.assert_allclose(np.diag(soft.T @ M[:p, :p] @ soft),
                                np.diag(soft.T @ want @ soft), rtol=0.2)
     assert np.all(np.diag(soft.T @ want @ soft) > 5)
+    # the engine's repeated calls on a growing trace: the kept normal equations of the
+    # pairs seen before give the matrix of one pass over all of them
+    growing = recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)
+    growing(phi[:700], grads[:700])
+    growing(phi[:1300], grads[:1300])
+    np.testing.assert_allclose(growing(phi, grads), M, rtol=1e-9, atol=1e-12)
     # too few pairs: the identity
     np.testing.assert_array_equal(
         recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)(phi[:4], grads[:4]),
