@@ -17,6 +17,11 @@ the statistics posterior is then computed on the same runs (``post``) with:
 - ``clip_residual`` / ``clip_residual_1024``: every clip group corrected, exact in the
   residual (``correct_clipping = True``, ``clipping_quadrature = "residual"``), with
   256 / 1,024 nodes for x;
+- ``oracle_colsums``: the intercept's column sums ``X^T 1`` fixed at the private
+  values (a yardstick);
+- ``one_shrinkage``: one shrinkage scale for every off-diagonal statistic, the
+  intercept's column sums included (the default before 2026-11-25's twelfth session;
+  ``LinearRegressionStatistics.separate_intercept_shrinkage = False``);
 - ``no_scale_rows``: the default without the coefficients' scale gradients in the
   regression (``LinearRegressionStatistics.use_scale_gradients = False``);
 - ``--design-prior-power a``: the default with the scale-invariant prior
@@ -71,13 +76,15 @@ from _common import (_engine_settings, _study_seeds, load_cells, machine, save, 
 
 from skdpvi import DPBayesianLinearRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
-from skdpvi.noise_aware import statistics_posterior  # noqa: E402
+from skdpvi.noise_aware import sample_phi_star, statistics_posterior  # noqa: E402
+from skdpvi.noise_aware.statistics_sampling import NoValidDraws  # noqa: E402
 from skdpvi.noise_aware.preconditioning import correlation_step_matrix  # noqa: E402
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
 VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx", "clip_noise_variance",
-            "clip_residual", "clip_residual_1024", "no_scale_rows")
+            "clip_residual", "clip_residual_1024", "no_scale_rows", "one_shrinkage",
+            "oracle_colsums")
 
 
 def _cache_path(config, eps, recording_step, no_clipping=False, exact=False, dense=False):
@@ -145,8 +152,10 @@ def _with_known_gram(stats, variant, gram):
     """``stats`` with the variant's part of X^T X fixed at the private value (and the
     model's own known statistics, the intercept's ``(X^T X)_pp = N``, kept)."""
     rows, cols = stats.rows, stats.cols
+    last = stats.p - 1
     index = {"oracle_diag": np.flatnonzero(rows == cols),
              "oracle_off": np.flatnonzero(rows != cols),
+             "oracle_colsums": np.flatnonzero((rows == last) & (cols != last)),
              "oracle_xtx": np.arange(stats.n_vech)}[variant]
     index = np.union1d(index, stats.known_statistics()[0]).astype(int)
     values = gram[rows[index], cols[index]]
@@ -185,6 +194,8 @@ def _one(run_, config, variant, seed, design_prior_power=0.0):
     stats = model.data_statistics(T2.CONFIGS[config][1])
     if variant == "clip_noise_variance":
         stats.correct_clipping = "noise_variance"
+    elif variant == "one_shrinkage":
+        stats.separate_intercept_shrinkage = False
     elif variant == "no_scale_rows":
         stats.use_scale_gradients = False
     elif variant.startswith("clip_residual"):
@@ -195,7 +206,14 @@ def _one(run_, config, variant, seed, design_prior_power=0.0):
         stats = _with_known_gram(stats, variant, gram)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        components, diag = statistics_posterior(res, stats, 1000, random_state=seed)
+        try:
+            components, diag = statistics_posterior(res, stats, 1000, random_state=seed)
+        except NoValidDraws:  # as the estimator does: the paper's gradient model
+            phi, _ = sample_phi_star(res, "exact", 1000, random_state=seed)
+            post = NoiseAwarePosterior(phi, model, "exact")
+            draws = post.sample(1000, random_state=seed, unconstrained=True)
+            return (draws, post.to_unconstrained(theta), res.diagnostics["clipped_fraction"],
+                    "fallback")
     post = NoiseAwarePosterior.from_components(components, model, "statistics")
     draws = post.sample(1000, random_state=seed, unconstrained=True)
     return (draws, post.to_unconstrained(theta), res.diagnostics["clipped_fraction"],

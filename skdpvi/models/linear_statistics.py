@@ -54,6 +54,10 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
     #: 0.090, intervals up to twice too wide). Kept by default.
     use_scale_gradients = True
 
+    #: Whether the intercept's column sums get their own shrinkage scale
+    #: (:meth:`shrinkage_labels`).
+    separate_intercept_shrinkage = True
+
     def __init__(self, model, n_examples):
         self.model = model
         self.n_examples = int(n_examples)
@@ -188,6 +192,53 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
             return super().known_statistics()
         last = np.flatnonzero((self.rows == self.p - 1) & (self.cols == self.p - 1))
         return last, np.array([float(self.n_examples)])
+
+    def shrinkage_labels(self):
+        """The intercept's column sums ``X^T 1`` shrink with their own gamma, at most
+        the features' off-diagonal one.
+
+        On centred features they are O(sqrt(N)), far below their natural scale
+        ``sqrt(N (X^T X)_jj)``, while the features' correlations may be large; one
+        shared gamma left them as loose as the trace made them, and their noise enters
+        the intercept's variance ``sigma^2 / (N - s^T S^-1 s)`` (strongly correlated
+        features: intercept intervals three times too wide). An unconstrained gamma of
+        their own was too loose where the trace says little (epsilon 0.1: every
+        interval wider); bounded by the features' gamma it is never looser than the
+        shared one. Uncentred features also make the off-diagonal of X^T X large
+        (``m_j m_k`` over ``1 + m_j^2``), so both may be. Off with
+        ``separate_intercept_shrinkage``.
+        """
+        index, _ = self.shrinkage_groups()
+        if not (self.model.fit_intercept and self.separate_intercept_shrinkage):
+            return None
+        last = self.p - 1
+        return ((self.rows[index] == last) | (self.cols[index] == last)).astype(int)
+
+    def intercept_inflation(self, eta):
+        """How much the features' offset inflates the intercept's variance, from eta.
+
+        ``N / (N - s^T S^-1 s) = 1 + m^T C^-1 m`` with ``s = X^T 1``, S the features'
+        block of X^T X, ``m = s / N`` their means and ``C = S / N - m m^T`` their
+        covariance: 1 for centred features, the square of the Mahalanobis distance of
+        the mean from 0 plus one otherwise (inf where C is not positive definite).
+        The intercept's interval rests on the small difference ``N - s^T S^-1 s``,
+        which a trace resolves only where this is small (results page). NaN without
+        an intercept. From the release's eta, a post-processing.
+        """
+        if not self.model.fit_intercept:
+            return float("nan")
+        XtX = self.unpack(np.atleast_2d(eta))[0][0]
+        n, features = float(self.n_examples), np.arange(self.p - 1)
+        mean = XtX[-1, features] / n
+        cov = XtX[np.ix_(features, features)] / n - np.outer(mean, mean)
+        if not len(features):
+            return 1.0
+        try:
+            root = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            return float("inf")
+        whitened = np.linalg.solve(root, mean)
+        return float(1.0 + whitened @ whitened)
 
     def scale_statistics(self):
         """The diagonal of X^T X, except a known one (the intercept's)."""

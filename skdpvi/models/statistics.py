@@ -245,6 +245,17 @@ class DataStatistics:
         """
         return np.zeros(0, dtype=int), lambda eta: np.zeros(0)
 
+    def shrinkage_labels(self):
+        """A shrinkage group for each statistic of :meth:`shrinkage_groups`.
+
+        Returns
+        -------
+        ndarray of int or None
+            Labels 0, 1, ... aligned with the index of :meth:`shrinkage_groups`; each
+            group gets its own shrinkage scale gamma. None (the default): one group.
+        """
+        return None
+
     def log_prior(self, eta):
         """Log density of eta's prior predictive distribution, up to a constant.
 

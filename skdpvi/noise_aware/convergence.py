@@ -93,10 +93,12 @@ def _statistics_split_check(parts, fit, index, scale, P, h, yy, n_values):
     follow the same eta; a ridge at the most probable shrinkage keeps it defined for
     poorly identified statistics (degrees of freedom adjusted to match).
     """
-    gamma = fit.gammas[np.argmax(fit.weights)]
+    best = fit.index_gammas[np.argmax(fit.weights)]
+    gamma_of = dict(zip(fit.shrunk_index.tolist(), best.tolist()))
     ridge = np.full(len(h), 1e-9 * np.trace(P) / len(h))
     if len(index):
-        ridge[index] += 1.0 / (max(gamma, 1e-3) * scale) ** 2
+        gamma = np.array([gamma_of.get(i, best.max(initial=1.0)) for i in np.asarray(index)])
+        ridge[index] += 1.0 / (np.maximum(gamma, 1e-3) * scale) ** 2
     stat, dof = 0.0, 0.0
     for sign, (P_k, h_k) in ((1, parts[0][:2]), (1, parts[1][:2]), (-1, (P, h))):
         inv = np.linalg.inv(P_k + np.diag(ridge))

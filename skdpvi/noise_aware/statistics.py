@@ -13,7 +13,9 @@ for eta, and:
 2. **Shrinkage.** Statistics that a trace identifies poorly (the off-diagonal
    entries of X^T X) get a Gaussian prior ``N(0, (gamma * scale)^2)``; gamma is
    integrated over a grid with its exact marginal likelihood, so a design with no
-   correlation shrinks them to zero and a correlated one keeps them. Public
+   correlation shrinks them to zero and a correlated one keeps them. Groups of
+   statistics (``DataStatistics.shrinkage_labels``: linear regression's intercept
+   column sums) get a gamma each, over the product grid. Public
    statistics (``DataStatistics.known_statistics``, e.g. the intercept's
    ``(X^T X)_pp = N``) are fixed at their values.
 3. **Prior predictive.** Draws of eta from that Gaussian are reweighted by the
@@ -109,7 +111,9 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
     components : object
         Mixture components (``n_components``, ``sample(index, rng)``).
     diagnostics : dict
-        ``gamma_weights`` (posterior of the shrinkage scale), ``effective_sample_size``
+        ``gamma_grid`` and ``gamma_weights`` (the shrinkage scales' grid, one column
+        per group of :meth:`~skdpvi.models.statistics.DataStatistics.shrinkage_labels`
+        when there are several, and its posterior), ``effective_sample_size``
         of the importance weights, ``noise_inflation`` (per coordinate: the
         released gradients' scatter around a first fit over the mechanism's noise
         variance, at least 1), ``variance_ratio`` (the overall scatter after that

@@ -313,3 +313,93 @@ def test_unused_coordinates_leave_the_posterior_of_eta():
     diagonal = st.diagonal[:-1]  # the intercept's entry is known
     moved = np.abs(means[True, "biased"] - means[True, "clean"])[diagonal]
     assert np.all(moved > 0.1)  # the unused case agrees to rounding
+
+
+def test_each_shrinkage_group_finds_its_own_scale():
+    """Two groups of statistics, one far from 0 and one near it, observed with the same
+    noise: with a gamma per group the small ones are shrunk (their posterior sd falls
+    below the noise) while the large ones keep their values; one shared gamma cannot
+    do both, and the small ones stay as loose as the noise. The reverse (the last
+    group large, the first small) is outside the nested grid: the last group is then
+    shrunk no less than the first, like one shared gamma."""
+    rng = np.random.default_rng(11)
+    k, noise = 8, 1.0
+    truth = np.r_[np.full(4, 30.0), np.zeros(4)]
+    P = np.eye(k) / noise**2
+    h = P @ (truth + rng.normal(0, noise, k))
+    index, scale, labels = np.arange(k), np.full(k, 10.0), np.r_[np.zeros(4), np.ones(4)]
+    grouped = StatisticsFit(P, h, index, scale, labels=labels)
+    shared = StatisticsFit(P, h, index, scale)
+    n = len(shared.gammas)
+    assert grouped.gammas.shape == (n * (n + 1) // 2, 2)
+    assert np.all(grouped.gammas[:, 1] <= grouped.gammas[:, 0])
+    assert grouped.index_gammas.shape == (len(grouped.gammas), k)
+    best = grouped.gammas[np.argmax(grouped.weights)]
+    assert best[0] >= 1.0 and best[1] <= 0.03
+    sd = lambda fit: np.sqrt(sum(w * np.diag(c) for w, c in zip(fit.weights, fit.covs)))
+    assert np.all(sd(grouped)[4:] < 0.5 * noise)
+    assert np.all(sd(shared)[4:] > 0.8 * noise)
+    np.testing.assert_allclose(grouped.mean[:4], shared.mean[:4], atol=0.5)
+    reverse = StatisticsFit(P, h, index, scale, labels=1 - labels)
+    assert np.all(sd(reverse)[4:] > 0.8 * noise)
+
+
+def test_linear_model_shrinks_the_intercept_column_sums_apart():
+    st = LinearRegressionModel(3).data_statistics(250)
+    index, _ = st.shrinkage_groups()
+    labels = st.shrinkage_labels()
+    names = np.array(st.statistic_names)[index]
+    assert sorted(names[labels == 1]) == ["XtX[3,0]", "XtX[3,1]", "XtX[3,2]"]
+    assert len(names[labels == 0]) == 3
+    assert LinearRegressionModel(3, fit_intercept=False).data_statistics(250) \
+        .shrinkage_labels() is None
+
+
+def test_intercept_inflation_is_one_plus_the_means_mahalanobis_distance():
+    rng = np.random.default_rng(2)
+    n = 4000
+    X = np.c_[rng.normal(0.0, 2.0, n), rng.normal(3.0, 0.5, n), np.ones(n)]
+    st = LinearRegressionModel(2).data_statistics(n)
+    eta = np.r_[(X.T @ X)[st.rows, st.cols], np.zeros(3), 1.0]
+    XtX = X.T @ X
+    s, S = XtX[2, :2], XtX[:2, :2]
+    expected = n / (n - s @ np.linalg.solve(S, s))
+    assert expected > 30  # the second feature lies 6 sds from 0
+    np.testing.assert_allclose(st.intercept_inflation(eta), expected, rtol=1e-8)
+    m, C = X[:, :2].mean(0), np.cov(X[:, :2].T, bias=True)
+    np.testing.assert_allclose(expected, 1 + m @ np.linalg.solve(C, m), rtol=1e-8)
+    assert np.isnan(LinearRegressionModel(2, fit_intercept=False)
+                    .data_statistics(n).intercept_inflation(eta[:6]))
+
+
+def test_grouped_grid_updates_equal_full_fits():
+    """The last group's gammas come from rank-|group| updates of its loosest one: the
+    same means, covariances and marginal likelihoods as a full fit at every point."""
+    from skdpvi.noise_aware.statistics_fit import GAMMA_GRID, _PointFit
+
+    rng = np.random.default_rng(4)
+    k = 9
+    A = rng.normal(size=(k, k))
+    P, h = A @ A.T + 0.5 * np.eye(k), rng.normal(size=k) * 3
+    index = np.array([6, 1, 2, 3, 4, 7])
+    scale = rng.uniform(0.5, 2.0, len(index))
+    labels = np.array([0, 0, 1, 1, 0, 1])
+    known = (np.array([0, 7]), np.array([1.5, 0.0]))
+    fit = StatisticsFit(P, h, index, scale, known=known, labels=labels)
+    order = {i: j for j, i in enumerate(index)}
+    shrunk = fit.shrunk_index
+    point_fit = _PointFit(P, h, known[0], known[1], shrunk,
+                          scale[[order[i] for i in shrunk]])
+    assert len(fit.means) == len(fit.gammas) == 36  # gamma_1 <= gamma_0 of 8 x 8
+    for g, gamma in enumerate(fit.index_gammas):
+        mean, cov, lml = point_fit(gamma)
+        np.testing.assert_allclose(fit.means[g], mean, rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(fit.covs[g], cov, rtol=1e-6, atol=1e-9)
+        # the grid's prior: uniform in gamma_0, then in the gamma_1 <= gamma_0 allowed
+        allowed = np.sum(np.asarray(GAMMA_GRID) <= fit.gammas[g, 0])
+        np.testing.assert_allclose(fit.log_marginal[g], lml - np.log(allowed), rtol=1e-8,
+                                   atol=1e-7)
+    prior_of_first = np.array([np.exp(-np.log(np.sum(np.asarray(GAMMA_GRID) <= g0)))
+                               for g0 in fit.gammas[:, 0]])
+    for g0 in GAMMA_GRID:
+        np.testing.assert_allclose(prior_of_first[fit.gammas[:, 0] == g0].sum(), 1.0)
