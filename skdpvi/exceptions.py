@@ -29,4 +29,9 @@ class IdentifiabilityWarning(UserWarning):
     the prior of those statistics and was measured to be miscalibrated in either
     direction (small data at small epsilon). More rows, a larger epsilon or more
     iterations make the trace informative.
+
+    Also raised by linear regression when the release shows features far from
+    centred (``inference_diagnostics_["intercept_inflation"]`` above 6): the
+    intercept's variance then rests on a small difference of large statistics that
+    the trace cannot resolve. Centre the features with public values.
     """

@@ -120,7 +120,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     param_names_, n_features_in_, feature_names_in_, dpvi_result_,
     inference_diagnostics_
         As in :class:`DPBayesianLogisticRegression`; ``param_names_`` ends with
-        ``noise_variance``.
+        ``noise_variance``. With ``inference="statistics"`` and an intercept,
+        ``inference_diagnostics_["intercept_inflation"]`` is the factor by which
+        the features' means inflate the intercept's variance, as the release
+        estimates it (1 for centred features); above 6 the fit warns
+        (:class:`~skdpvi.exceptions.IdentifiabilityWarning`): centre the features
+        with public values.
 
     Notes
     -----
