@@ -58,6 +58,10 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
     #: (:meth:`shrinkage_labels`).
     separate_intercept_shrinkage = True
 
+    #: Whether the features' diagonal of X^T X is pooled towards its common level
+    #: (:meth:`pooled_statistics`).
+    pool_diagonal = True
+
     def __init__(self, model, n_examples):
         self.model = model
         self.n_examples = int(n_examples)
@@ -239,6 +243,11 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
             return float("inf")
         whitened = np.linalg.solve(root, mean)
         return float(1.0 + whitened @ whitened)
+
+    def pooled_statistics(self):
+        """The features' diagonal of X^T X (``pool_diagonal``; results page, "Pooling
+        the diagonal of X^T X")."""
+        return self.scale_statistics() if self.pool_diagonal else np.zeros(0, dtype=int)
 
     def scale_statistics(self):
         """The diagonal of X^T X, except a known one (the intercept's)."""

@@ -245,6 +245,18 @@ class DataStatistics:
         """
         return np.zeros(0, dtype=int), lambda eta: np.zeros(0)
 
+    def pooled_statistics(self):
+        """Statistics that a Gaussian prior pools towards their common (unknown) level.
+
+        Returns
+        -------
+        ndarray of int
+            Positions in eta (linear regression: the features' diagonal of X^T X);
+            the scale of the pooling is chosen by marginal likelihood. Empty (the
+            default): none.
+        """
+        return np.zeros(0, dtype=int)
+
     def shrinkage_labels(self):
         """A shrinkage group for each statistic of :meth:`shrinkage_groups`.
 

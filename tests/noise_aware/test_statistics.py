@@ -403,3 +403,61 @@ def test_grouped_grid_updates_equal_full_fits():
                                for g0 in fit.gammas[:, 0]])
     for g0 in GAMMA_GRID:
         np.testing.assert_allclose(prior_of_first[fit.gammas[:, 0] == g0].sum(), 1.0)
+
+
+class _PooledStatistics:
+    """A stand-in with four statistics, the first three pooled, nothing shrunk."""
+
+    def __init__(self, pooled=(0, 1, 2)):
+        self.pooled = np.asarray(pooled)
+
+    def shrinkage_groups(self):
+        return np.zeros(0, int), lambda eta: np.zeros(0)
+
+    def shrinkage_labels(self):
+        return None
+
+    def known_statistics(self):
+        return np.zeros(0, int), np.zeros(0)
+
+    def gaussian_prior(self, eta):
+        return None
+
+    def pooled_statistics(self):
+        return self.pooled
+
+
+@pytest.mark.parametrize("equal", [True, False])
+def test_pooling_tightens_equal_statistics_and_leaves_unequal_ones(equal):
+    """Three statistics observed with 20 % noise: equal ones are pulled together (their
+    contrasts' posterior sd falls well below the noise, their mean stays), unequal
+    ones (1 : 2 : 3) choose a loose tau and keep their own estimates."""
+    from skdpvi.noise_aware.statistics_fit import _shrinkage_fit
+
+    rng = np.random.default_rng(8)
+    truth = np.r_[100.0, 100.0, 100.0, 5.0] if equal else np.r_[50.0, 100.0, 150.0, 5.0]
+    noise = np.r_[20.0, 20.0, 20.0, 1.0]
+    P = np.diag(1.0 / noise**2)
+    observed = truth + rng.normal(0.0, noise)
+    h = P @ observed
+    fit, prior, _, _ = _shrinkage_fit(_PooledStatistics(), P, h)
+    cov = fit.covs[0]
+    contrast = np.array([1.0, -1.0, 0.0, 0.0])
+    sd_contrast = np.sqrt(contrast @ cov @ contrast)
+    if equal:
+        assert prior is not None
+        assert sd_contrast < 0.3 * np.sqrt(2) * 20.0
+        np.testing.assert_allclose(fit.mean[:3].mean(), observed[:3].mean(), rtol=1e-6)
+        assert np.ptp(fit.mean[:3]) < 0.3 * np.ptp(observed[:3])
+    else:
+        assert sd_contrast > 0.8 * np.sqrt(2) * 20.0
+        np.testing.assert_allclose(fit.mean[:3], observed[:3], atol=0.25 * 20.0)
+    np.testing.assert_allclose(fit.mean[3], observed[3], rtol=1e-6)
+
+
+def test_linear_model_pools_the_features_diagonal_only():
+    st = LinearRegressionModel(3).data_statistics(250)
+    names = np.array(st.statistic_names)[st.pooled_statistics()]
+    assert sorted(names) == ["XtX[0,0]", "XtX[1,1]", "XtX[2,2]"]
+    st.pool_diagonal = False
+    assert len(st.pooled_statistics()) == 0
