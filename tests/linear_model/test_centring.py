@@ -9,7 +9,7 @@ from skdpvi import DPBayesianLinearRegression
 from skdpvi.exceptions import IdentifiabilityWarning
 
 
-def _data(shift, n=2000, seed=0):
+def _data(shift, n=1500, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3)) + shift
     y = (X - shift) @ [0.3, -0.2, 0.1] + rng.normal(0, 0.2, n)
@@ -17,7 +17,7 @@ def _data(shift, n=2000, seed=0):
 
 
 def _fit(X, y):
-    return DPBayesianLinearRegression(epsilon=3.0, max_iter=1500, n_posterior_samples=200,
+    return DPBayesianLinearRegression(epsilon=3.0, max_iter=800, n_posterior_samples=200,
                                       random_state=0)
 
 
