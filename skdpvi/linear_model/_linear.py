@@ -254,9 +254,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         inflation = model.data_statistics(n_samples).intercept_inflation(eta)
         self.inference_diagnostics_["intercept_inflation"] = inflation
         if inflation > _CENTRED_INFLATION:
+            # inf: the features' covariance S / N - m m^T is not even positive definite
+            # in the release's estimate, a cancellation of means far larger than sds
+            size = f"{inflation:.0f}-fold" if np.isfinite(inflation) else "beyond measure"
             warnings.warn(
                 "The released DP-SGD trace shows features far from centred: their means "
-                f"inflate the intercept's variance {inflation:.0f}-fold, and with "
+                f"inflate the intercept's variance {size}, and with "
                 "uncentred features the credible intervals (the intercept's first) are "
                 "unreliable, possibly far too narrow. Centre the features with public "
                 "values (for example the midpoints of public bounds) before fitting; "

@@ -231,12 +231,12 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         """
         if not self.model.fit_intercept:
             return float("nan")
+        if self.p == 1:  # the intercept alone
+            return 1.0
         XtX = self.unpack(np.atleast_2d(eta))[0][0]
         n, features = float(self.n_examples), np.arange(self.p - 1)
         mean = XtX[-1, features] / n
         cov = XtX[np.ix_(features, features)] / n - np.outer(mean, mean)
-        if not len(features):
-            return 1.0
         try:
             root = np.linalg.cholesky(cov)
         except np.linalg.LinAlgError:
