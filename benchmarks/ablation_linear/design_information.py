@@ -25,6 +25,7 @@ the statistics posterior is then computed on the same runs (``post``) with:
 - ``no_pooling``: the features' diagonal of X^T X not pooled towards its common
   level (``LinearRegressionStatistics.pool_diagonal = False``, the default before
   2026-11-25's twelfth session);
+- ``no_design_priors``: neither of the two (the default before the twelfth session);
 - ``no_scale_rows``: the default without the coefficients' scale gradients in the
   regression (``LinearRegressionStatistics.use_scale_gradients = False``);
 - ``--design-prior-power a``: the default with the scale-invariant prior
@@ -87,7 +88,7 @@ from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 CACHE = os.environ.get("SKDPVI_ABLATION_CACHE", "/tmp/skdpvi_ablation")
 VARIANTS = ("default", "oracle_diag", "oracle_off", "oracle_xtx", "clip_noise_variance",
             "clip_residual", "clip_residual_1024", "no_scale_rows", "one_shrinkage",
-            "oracle_colsums", "no_pooling")
+            "oracle_colsums", "no_pooling", "no_design_priors")
 
 
 def _cache_path(config, eps, recording_step, no_clipping=False, exact=False, dense=False):
@@ -201,6 +202,8 @@ def _one(run_, config, variant, seed, design_prior_power=0.0):
         stats.separate_intercept_shrinkage = False
     elif variant == "no_pooling":
         stats.pool_diagonal = False
+    elif variant == "no_design_priors":
+        stats.separate_intercept_shrinkage = stats.pool_diagonal = False
     elif variant == "no_scale_rows":
         stats.use_scale_gradients = False
     elif variant.startswith("clip_residual"):

@@ -176,7 +176,8 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
             regression["parts"], fit, regression["index"], regression["scale"],
             regression["P"], regression["h"], regression["yy"],
             len(phi) * int(np.count_nonzero(precision))))
-        diagnostics.update(_identification_check(data_statistics, fit))
+        diagnostics.update(_identification_check(data_statistics,
+                                                 regression["identification_fit"]))
     diagnostics.update(sampling)
     return components, diagnostics
 
@@ -192,7 +193,16 @@ def _regression(data_statistics, phi, target, precision, halves):
     if prior is not None:
         P, h = P + prior[0], h + prior[1]
         parts = [(P_k + 0.5 * prior[0], h_k + 0.5 * prior[1], yy_k) for P_k, h_k, yy_k in parts]
-    return dict(fit=fit, parts=parts, P=P, h=h, yy=yy, index=index, scale=scale, ratio=ratio)
+    identification_fit = fit
+    if fit.pooling is not None:
+        # what the trace itself identifies, without the pooling prior's help, at the
+        # most probable shrinkage: the identification check's threshold was measured so
+        best = fit.index_gammas[np.argmax(fit.weights)]
+        gamma = float(best.max(initial=1.0))
+        identification_fit = StatisticsFit(P - fit.pooling, h, index, scale, gammas=(gamma,),
+                                           known=data_statistics.known_statistics())
+    return dict(fit=fit, parts=parts, P=P, h=h, yy=yy, index=index, scale=scale, ratio=ratio,
+                identification_fit=identification_fit)
 
 
 def _first_fit(data_statistics, phi, target, precision, halves, full=False):

@@ -52,7 +52,12 @@ class StatisticsFit:
         Posterior probability of each grid point.
     means, covs : list of ndarray
         eta's posterior mean and covariance at each grid point.
+    pooling : ndarray or None
+        The pooling prior's precision included in P (set by the shrinkage fit), or
+        None.
     """
+
+    pooling = None
 
     def __init__(self, P, h, shrink_index, shrink_scale, gammas=GAMMA_GRID, known=None,
                  labels=None):
@@ -222,7 +227,9 @@ def _shrinkage_fit(data_statistics, P, h):
     if pooling is not None:
         P = P + pooling
         prior = (pooling, np.zeros(len(h))) if prior is None else (prior[0] + pooling, prior[1])
-    return StatisticsFit(P, h, index, scale, known=known, labels=labels), prior, index, scale
+    fit = StatisticsFit(P, h, index, scale, known=known, labels=labels)
+    fit.pooling = pooling
+    return fit, prior, index, scale
 
 
 #: Grid of the pooling scale tau (relative to the pooled statistics' mean level).
