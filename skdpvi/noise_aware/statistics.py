@@ -15,7 +15,9 @@ for eta, and:
    integrated over a grid with its exact marginal likelihood, so a design with no
    correlation shrinks them to zero and a correlated one keeps them. Groups of
    statistics (``DataStatistics.shrinkage_labels``: linear regression's intercept
-   column sums) get a gamma each, over the product grid. Public
+   column sums) get a gamma each, the last at most the others'. Pooled statistics
+   (``DataStatistics.pooled_statistics``: the features' diagonal of X^T X) get a
+   Gaussian prior on their contrasts, its scale by marginal likelihood. Public
    statistics (``DataStatistics.known_statistics``, e.g. the intercept's
    ``(X^T X)_pp = N``) are fixed at their values.
 3. **Prior predictive.** Draws of eta from that Gaussian are reweighted by the

@@ -1,5 +1,6 @@
 """eta's Gaussian posterior from the normal equations of the trace, mixed over the
-shrinkage grid of the statistics a trace identifies poorly: step 2 of
+shrinkage grid of the statistics a trace identifies poorly (groups of them nested) and
+with the pooling prior of statistics of one common level: step 2 of
 :func:`skdpvi.noise_aware.statistics_posterior`, also used for the engine's step
 matrix (:mod:`skdpvi.noise_aware.preconditioning`).
 """

@@ -16,7 +16,7 @@ def _data(shift, n=1500, seed=0):
     return X, y
 
 
-def _fit(X, y):
+def _estimator():
     return DPBayesianLinearRegression(epsilon=3.0, max_iter=800, n_posterior_samples=200,
                                       random_state=0)
 
@@ -24,7 +24,7 @@ def _fit(X, y):
 def test_uncentred_features_warn_with_the_release_estimate():
     X, y = _data(shift=4.0)
     with pytest.warns(IdentifiabilityWarning, match="far from centred"):
-        est = _fit(X, y).fit(X, y)
+        est = _estimator().fit(X, y)
     # three features 4 sds off: 49 (the trace reads it low, one reason to warn)
     assert est.inference_diagnostics_["intercept_inflation"] > 10
 
@@ -33,5 +33,5 @@ def test_centred_features_do_not_warn():
     X, y = _data(shift=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
-        est = _fit(X, y).fit(X, y)
+        est = _estimator().fit(X, y)
     assert est.inference_diagnostics_["intercept_inflation"] < 2.0
