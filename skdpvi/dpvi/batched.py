@@ -19,7 +19,8 @@ import torch
 from torch.func import vmap
 
 from .data import _REAL, _Data
-from .loop import _Engine, _generator, _progress_bar
+from .loop import _Engine, _progress_bar
+from .sampling import _generator
 from .threads import _limit_threads, _resolve_threads
 
 __all__ = ["run_dpvi_batched"]

@@ -24,7 +24,7 @@ from .data import _REAL, _Data
 from .gradients import per_example_gradients
 from .mechanism import _GLMClip, clip_and_sum, group_clip_norms
 from .result import _result
-from .sampling import _block_steps, _draw_block
+from .sampling import _block_steps, _draw_block, _generator
 from .schedule import _schedule
 from .statistics import _TraceRecorder
 from .step_matrix import _StepMatrix
@@ -52,13 +52,6 @@ def _progress_bar(verbose, n_steps, desc="DP-SGD"):
     from tqdm.auto import tqdm
 
     return tqdm(total=n_steps, desc=desc, unit="step", mininterval=0.5)
-
-
-def _generator(seed, device):
-    """The torch generator a run draws all its random numbers from."""
-    generator = torch.Generator(device=device)
-    generator.manual_seed(int(seed))
-    return generator
 
 
 class _Block:

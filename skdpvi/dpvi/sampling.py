@@ -13,6 +13,13 @@ import torch
 __all__ = ["poisson_subsamples", "poisson_subsample"]
 
 
+def _generator(seed, device):
+    """The torch generator a run draws all its random numbers from."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(int(seed))
+    return generator
+
+
 def poisson_subsamples(n_examples, sampling_rate, n_steps, generator, device="cpu",
                        chunk=None):
     """Index tensors of ``n_steps`` independent Poisson subsamples.

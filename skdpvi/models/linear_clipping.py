@@ -4,7 +4,7 @@ The per-example gradient of linear regression is ``J(phi) t_i + r(phi) / N`` wit
 ``t_i = (vech x_i x_i^T, x_i y_i, y_i^2)``, so what clipping removes follows from a
 distribution of one example (Gaussian x with the moments of X^T X / N, Gaussian y given
 x around the least-squares fit) and the model's clip groups
-(:func:`skdpvi.models.statistics.clipping_correction` calls
+(:func:`skdpvi.models.clipping_correction.clipping_correction` calls
 :meth:`LinearClipping.clipping_loss`). Mixed into
 :class:`~skdpvi.models.linear_statistics.LinearRegressionStatistics`, whose design
 pieces (``_parts``, ``unpack``) it uses; off by default (``correct_clipping``). The
@@ -102,7 +102,7 @@ class LinearClipping:
         return rows
 
     def clipping_loss(self, phi, eta, preconditioner, clip_norms):
-        """:func:`~skdpvi.models.statistics.clipping_correction` without the (T, K, d)
+        """:func:`~skdpvi.models.clipping_correction.clipping_correction` without the (T, K, d)
         block of :meth:`per_example_rows`: every group's squared norm and clipped sum
         come from (T, K) arrays and products with the nodes' x (10-50x faster).
 

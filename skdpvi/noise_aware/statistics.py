@@ -54,7 +54,7 @@ from threadpoolctl import threadpool_limits
 
 from ..dpvi.mechanism import group_clip_norms
 from ..exceptions import IdentifiabilityWarning
-from ..models.statistics import clipping_correction
+from ..models.clipping_correction import clipping_correction
 from .convergence import _statistics_split_check
 from .statistics_clipping import _ClippedStatistics
 from .statistics_fit import StatisticsFit, _shrinkage_fit
@@ -228,7 +228,7 @@ def _undo_clipping(data_statistics, result, phi, target, precision, halves):
     """The model's statistics as the clipped mechanism sees them.
 
     For models with a per-example predictive
-    (:func:`skdpvi.models.statistics.clipping_correction`), clipping removes
+    (:func:`skdpvi.models.clipping_correction.clipping_correction`), clipping removes
     ``lost(eta)`` from the expected gradient. Linearised at a first estimate, the
     expected gradient becomes ``(J - L) eta + r - lost(eta_hat) + L eta_hat`` with
     ``L = d lost / d eta``: the correction moves the fit, and its slope makes the

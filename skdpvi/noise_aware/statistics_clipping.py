@@ -1,9 +1,10 @@
 """The statistics as the clipped mechanism sees them: a model's design linearised in
-what clipping removes (:func:`skdpvi.models.statistics.clipping_correction`)."""
+what clipping removes (:func:`skdpvi.models.clipping_correction.clipping_correction`)."""
 
 import numpy as np
 
-from ..models.statistics import DataStatistics, clipping_correction
+from ..models.clipping_correction import clipping_correction
+from ..models.statistics import DataStatistics
 
 #: Models with more statistics than this take the slope of the correction at a few
 #: anchors of the trace instead of at every step (cost: one evaluation per statistic).

@@ -217,14 +217,15 @@ def _shrinkage_fit(data_statistics, P, h):
     index, scale_of = data_statistics.shrinkage_groups()
     labels = data_statistics.shrinkage_labels()
     known = data_statistics.known_statistics()
-    rough = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
-                          known=known).means[0]
-    prior = data_statistics.gaussian_prior(rough)
+    flat = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,), known=known)
+    prior = data_statistics.gaussian_prior(flat.means[0])
     if prior is not None:
         P, h = P + prior[0], h + prior[1]
+        flat = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
+                             known=known) if len(data_statistics.pooled_statistics()) else None
     first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,), known=known)
     scale = scale_of(first.means[0]) if len(index) else np.zeros(0)
-    pooling = _pooling_prior(data_statistics, P, h, index, known, first.means[0])
+    pooling = _pooling_prior(data_statistics, flat, first.means[0])
     if pooling is not None:
         P = P + pooling
         prior = (pooling, np.zeros(len(h))) if prior is None else (prior[0] + pooling, prior[1])
@@ -237,7 +238,7 @@ def _shrinkage_fit(data_statistics, P, h):
 TAU_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 
 
-def _pooling_prior(data_statistics, P, h, index, known, first_mean):
+def _pooling_prior(data_statistics, flat, first_mean):
     """The precision of the pooling prior on ``data_statistics.pooled_statistics()``
     at its most probable tau, or None.
 
@@ -245,7 +246,8 @@ def _pooling_prior(data_statistics, P, h, index, known, first_mean):
     prior ``N(mu 1, (tau level)^2 I)`` with a flat prior on their common mu, i.e. the
     precision ``c (I - 1 1^T / m)``, ``c = 1 / (tau level)^2``, on their m-vector,
     ``level`` their mean in a first fit; tau is chosen on :data:`TAU_GRID` by its
-    marginal likelihood under flat off-diagonal statistics (empirical Bayes: one
+    marginal likelihood under flat off-diagonal statistics (``flat``, the fit without
+    shrinkage that the caller has made anyway; empirical Bayes: one
     value, not a mixture). Adding the prior to a Gaussian posterior N(m, S) changes
     its log marginal likelihood by ``(m - 1)/2 log c - 1/2 log|I + S_pp D| - 1/2
     m_p^T D (I + S_pp D)^-1 m_p`` (D the precision block): one fit for the whole grid.
@@ -260,8 +262,7 @@ def _pooling_prior(data_statistics, P, h, index, known, first_mean):
     level = float(np.mean(first_mean[pool]))
     if not np.isfinite(level) or level <= 0.0:
         return None
-    base = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,), known=known)
-    mean, cov = base.means[0][pool], base.covs[0][np.ix_(pool, pool)]
+    mean, cov = flat.means[0][pool], flat.covs[0][np.ix_(pool, pool)]
     contrast = np.eye(m) - np.full((m, m), 1.0 / m)
     scores = []
     for tau in TAU_GRID:
@@ -273,6 +274,7 @@ def _pooling_prior(data_statistics, P, h, index, known, first_mean):
         scores.append(0.5 * (m - 1) * np.log(c) - 0.5 * logdet - 0.5 * quad
                       if sign > 0 else -np.inf)
     tau = TAU_GRID[int(np.argmax(scores))]
-    precision = np.zeros_like(P)
+    k = len(flat.means[0])
+    precision = np.zeros((k, k))
     precision[np.ix_(pool, pool)] = contrast / (tau * level) ** 2
     return precision

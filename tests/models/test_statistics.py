@@ -148,7 +148,7 @@ def test_clipping_correction_is_what_the_mechanism_clips(name):
     """N E_t[(1 - f(t)) grad(t)] under the model's predictive equals what clip_and_sum
     removes from the per-example gradients of a large data set drawn from it."""
     from skdpvi.dpvi import clip_and_sum
-    from skdpvi.models.statistics import clipping_correction
+    from skdpvi.models.clipping_correction import clipping_correction
 
     model, _, _, phi = _case(name)
     n = 20_000
@@ -185,7 +185,7 @@ def test_gamma_exponential_clipping_is_accurate_in_the_tail(clipped):
     within 0.5 % and its slope in eta within 3 %, down to 0.5 % of the rows clipped
     (the previous 256 equal-probability nodes: 7 % low at 2 %, 27 % at 0.5 %)."""
     from skdpvi.models import exponential_family_statistics as efs
-    from skdpvi.models.statistics import clipping_correction
+    from skdpvi.models.clipping_correction import clipping_correction
 
     model, _, _, phi = _case("gamma_exponential")
     n = 20_000
@@ -284,7 +284,7 @@ def test_linear_clipping_correction_is_what_the_mechanism_clips(shares):
     per-example gradients is what the correction predicts from eta alone."""
     from skdpvi.dpvi import clip_and_sum
     from skdpvi.dpvi.mechanism import group_clip_norms
-    from skdpvi.models.statistics import clipping_correction
+    from skdpvi.models.clipping_correction import clipping_correction
 
     model, X, y, st, eta, phi, beta = _linear_clipping_case(shares=shares)
     rows, full, norms = _mechanism_rows(model, X, y, phi, beta)
@@ -311,7 +311,7 @@ def test_noise_variance_clipping_is_what_the_mechanism_clips(quantile):
     groups alone."""
     from skdpvi.dpvi import clip_and_sum
     from skdpvi.dpvi.mechanism import group_clip_norms
-    from skdpvi.models.statistics import clipping_correction
+    from skdpvi.models.clipping_correction import clipping_correction
 
     model, X, y, st, eta, phi, beta = _linear_clipping_case()
     st.correct_clipping = "noise_variance"
@@ -363,7 +363,7 @@ def test_residual_clipping_quadrature_is_exact_in_the_residual(at_optimum):
     (the rows' own is a few % of the noise variance's: their sampling noise and the
     prior's share, left out of the norm), where the nodes put it at 10-15 times the
     truth; the noise variance's within 2 % (nodes: 16 %)."""
-    from skdpvi.models.statistics import clipping_correction
+    from skdpvi.models.clipping_correction import clipping_correction
 
     model, X, y, st, eta, phi, beta = _linear_clipping_case(n=400_000)
     if at_optimum:
@@ -391,7 +391,7 @@ def test_linear_clipping_loss_equals_the_generic_per_example_rows(shares):
     """The (T, K) shortcut of the linear model gives the generic (T, K, d) computation
     on the same nodes."""
     from skdpvi.models import linear_statistics
-    from skdpvi.models.statistics import clipping_correction
+    from skdpvi.models.clipping_correction import clipping_correction
 
     from skdpvi.noise_aware.statistics import _clip_norms
 
