@@ -582,6 +582,9 @@ def main():
     parser.add_argument("--recording-step", type=float, default=1.0,
                         help="multiplier of every mean coordinate's step from burn-in on")
     parser.add_argument("--methods", nargs="+", default=["emcee"])
+    parser.add_argument("--step-matrix", type=float, default=None, metavar="FLOOR",
+                        help="a recording step matrix from the burn-in's dense curvature "
+                             "(recording_step_matrix with this eigenvalue floor)")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1000)
     parser.add_argument("--save", default=None, help="name of a JSON in benchmarks/results")
@@ -600,6 +603,16 @@ def main():
                          and not m.startswith("dense+")
                          and not m.endswith("+dense"))
                          for m in args.methods))
+    if args.step_matrix is not None:
+        from skdpvi.noise_aware import recording_step_matrix
+
+        p = model.n_params
+        beta = np.r_[np.ones(p), np.full(p, settings["preconditioner"])]
+        settings["record_trace"] = True
+        settings["step_matrix"] = recording_step_matrix(
+            model.data_statistics(n_examples), sampling_rate=settings["sampling_rate"],
+            noise_std=settings["noise_multiplier"] * settings["clip_norm"] / beta,
+            floor=args.step_matrix)
     if args.burn_in_step != 1 or args.recording_step != 1:
         p = model.n_params
         settings["step_scales"] = tuple(np.r_[np.full(p, m), np.ones(p)]
@@ -616,6 +629,7 @@ def main():
     label = (f"{args.design} d={model.n_params - 1} N={n_examples} rho={args.rho} "
              f"epsilon={args.epsilon} K={args.k} clip x{args.clip_mult} lr x{args.lr_mult} "
              f"burn-in {args.burn_in} steps x{args.burn_in_step} / x{args.recording_step}"
+             f"{'' if args.step_matrix is None else f' step matrix floor {args.step_matrix}'}"
              f"{' exact expectations' if args.exact else ''}")
     clipped = float(np.mean([o[2] for o in out]))
     print(f"{label}: clipped fraction {clipped:.4f}, {time.perf_counter() - start:.0f} s; "

@@ -253,6 +253,13 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         """The diagonal of X^T X, except a known one (the intercept's)."""
         return np.setdiff1d(self.diagonal, self.known_statistics()[0])
 
+    def step_curvature(self, eta):
+        """The features' block of X^T X: the intercept keeps the plain step (with
+        uncentred features, speeding up the direction it shares with them made the
+        intercept's intervals too narrow: results page, "Uncentred features")."""
+        k = self.p - 1 if self.model.fit_intercept else self.p
+        return np.arange(k), self.unpack(np.asarray(eta, float)[None])[0][0][:k, :k]
+
     # ----------------------------------------------------------------- posterior
 
     def unpack(self, eta):

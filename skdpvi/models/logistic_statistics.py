@@ -133,6 +133,12 @@ class LogisticRegressionStatistics(SymmetricBlockStatistics):
         Lam = (v * np.maximum(w, 0.0)[..., None, :]) @ np.swapaxes(v, -1, -2)
         return Lam + np.eye(self.p) / self.model.prior_scale**2
 
+    def step_curvature(self, eta):
+        """The curvature of the negative ELBO in all the means, ``Lambda + I / tau^2``
+        (Lambda projected onto the PSD cone): the intercept included, since the
+        direction a one-hot block shares with it is restrained by the prior alone."""
+        return np.arange(self.p), self._precision(np.asarray(eta, float)[None])[0]
+
     def log_prior(self, eta):
         # flat: a draw of Lambda outside the PSD cone is projected onto it in
         # conditional_posterior rather than rejected (see the module docstring)

@@ -186,6 +186,18 @@ class DataStatistics:
         """
         return None
 
+    def step_curvature(self, eta):
+        """The block of the means that a recording step matrix preconditions, and its
+        curvature at the statistics eta (:func:`~skdpvi.noise_aware.recording_step_matrix`).
+
+        Returns
+        -------
+        block : ndarray of int
+            Positions in phi.
+        curvature : ndarray of shape (len(block), len(block))
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no recording step matrix.")
+
     def unused_coordinates(self):
         """Coordinates of the released gradient that the regression for eta leaves out.
 

@@ -128,12 +128,8 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
             eta = _shrinkage_fit(data_statistics, P, h)[0].mean
         except np.linalg.LinAlgError:
             return matrix
-        gram = data_statistics.unpack(eta[None])[0][0]
-        # the features' block only: the intercept keeps the plain step (with
-        # uncentred features, speeding up the direction it shares with them made the
-        # intercept's intervals too narrow: results page, "Uncentred features")
-        k = p - 1 if data_statistics.model.fit_intercept else p
-        matrix[:k, :k] = correlation_step_matrix(gram[:k, :k], floor)
+        block, curvature = data_statistics.step_curvature(eta)
+        matrix[np.ix_(block, block)] = correlation_step_matrix(curvature, floor)
         return matrix
 
     return step_matrix

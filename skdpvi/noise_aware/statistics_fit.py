@@ -18,6 +18,11 @@ __all__ = ["StatisticsFit"]
 #: Grid of the shrinkage scale gamma (relative to each statistic's natural scale).
 GAMMA_GRID = (0.0, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 
+#: Grid points whose log marginal likelihood falls this far below the best one's
+#: (a weight below 1e-15 of it) keep no covariance and get weight 0: at 40 features
+#: the 36 points of the nested grid would hold 36 covariances of 900 x 900.
+_NEGLIGIBLE_LOG_WEIGHT = 35.0
+
 
 class StatisticsFit:
     """The Gaussian posterior of eta from the trace, mixed over the shrinkage grid.
@@ -52,7 +57,9 @@ class StatisticsFit:
     weights : ndarray
         Posterior probability of each grid point.
     means, covs : list of ndarray
-        eta's posterior mean and covariance at each grid point.
+        eta's posterior mean and covariance at each grid point (the covariance None
+        at points of weight 0: those more than ``_NEGLIGIBLE_LOG_WEIGHT`` below the
+        best log marginal likelihood).
     pooling : ndarray or None
         The pooling prior's precision included in P (set by the shrinkage fit), or
         None.
@@ -83,13 +90,20 @@ class StatisticsFit:
             grid = grid[:1]
         point_fit = _PointFit(P, h, known_index, known_values, shrink_index, scale)
         log_ml, self.means, self.covs, index_gammas = [], [], [], []
+
+        def keep(fitted, log_prior, point):
+            self.means.append(fitted[0])
+            self.covs.append(fitted[1])
+            log_ml.append(fitted[2] + log_prior)
+            index_gammas.append(point)
+            best = max(log_ml)
+            for g, value in enumerate(log_ml):  # drop what can no longer matter
+                if value < best - _NEGLIGIBLE_LOG_WEIGHT:
+                    self.covs[g] = None
+
         if n_groups == 1 or not len(shrink_index):
             for point in grid:
-                mean, cov, lml = point_fit(point[label])
-                self.means.append(mean)
-                self.covs.append(cov)
-                log_ml.append(lml)
-                index_gammas.append(point[label])
+                keep(point_fit(point[label]), 0.0, point[label])
         else:
             # the last group's gammas are rank-|group| updates of its loosest one
             last = label == n_groups - 1
@@ -106,15 +120,14 @@ class StatisticsFit:
                             base, shrink_index[last], scale[last], gamma, widest)
                     except np.linalg.LinAlgError:  # a degenerate base: fit in full
                         fitted = point_fit(point)
-                    self.means.append(fitted[0])
-                    self.covs.append(fitted[1])
-                    log_ml.append(fitted[2] - np.log(len(allowed)))
-                    index_gammas.append(point)
+                    keep(fitted, -np.log(len(allowed)), point)
         log_ml = np.asarray(log_ml)
         self.gammas = grid[:, 0] if n_groups == 1 else grid
         self.index_gammas = np.array(index_gammas).reshape(len(grid), len(shrink_index))
         self.log_marginal = log_ml
-        self.weights = np.exp(log_ml - logsumexp(log_ml))
+        weights = np.exp(log_ml - logsumexp(log_ml))
+        weights[[cov is None for cov in self.covs]] = 0.0
+        self.weights = weights / weights.sum()
 
     @property
     def mean(self):
