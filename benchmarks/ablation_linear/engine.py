@@ -7,7 +7,13 @@ from torch.nn.utils.rnn import pad_sequence
 
 from skdpvi.dpvi import per_example_gradients, clip_and_sum
 from skdpvi.dpvi.sampling import _draw_block
-from skdpvi.dpvi.loop import _prepare_data
+from skdpvi.dpvi.data import _Data
+
+
+def _prepare_data(model, data, real, device):
+    """The model's prepared per-example tensors of one data set (all rows, ``real``)."""
+    return tuple(a.to(real) for a in _Data(model, data, torch.device(device),
+                                            prepare=True).columns)
 
 
 def _padded(batches_per_run, device="cpu"):
