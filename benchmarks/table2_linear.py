@@ -82,7 +82,7 @@ def clip_of(config):
 
 
 def one_batch(seeds, config, epsilon, n_steps, n_draws, model_clipping=False, n_nodes=256,
-              quadrature="nodes"):
+              quadrature="nodes", lr_scale=None, methods=METHODS):
     torch.set_num_threads(1)
     # ablation: the linear model's clipping correction (off by default)
     LinearRegressionStatistics.correct_clipping = model_clipping
@@ -90,14 +90,15 @@ def one_batch(seeds, config, epsilon, n_steps, n_draws, model_clipping=False, n_
     LinearRegressionStatistics.clipping_quadrature = quadrature
     model = model_of(config)
     sims = [simulate(config, np.random.default_rng(s)) for s in seeds]
-    lam_c = DPBayesianLinearRegression._default_learning_rate_scale(2 * model.n_params)
+    lam_c = (DPBayesianLinearRegression._default_learning_rate_scale(2 * model.n_params)
+             if lr_scale is None else lr_scale)
     fits = fit_all_backends_batched(model, [(X, y) for X, y, _ in sims],
                                     [s % (2**31 - 16) for s in seeds], epsilon=epsilon,
                                     clip_norm=clip_of(config), learning_rate_scale=lam_c,
-                                    n_steps=n_steps, n_draws=n_draws, methods=METHODS)
+                                    n_steps=n_steps, n_draws=n_draws, methods=tuple(methods))
     out = []
     for seed, (_, _, theta), (posts, diag) in zip(seeds, sims, fits):
-        theta_u = posts["exact"].to_unconstrained(theta)
+        theta_u = next(iter(posts.values())).to_unconstrained(theta)
         draws = {m: p.sample(n_draws, random_state=seed % 1000, unconstrained=True)
                  for m, p in posts.items()}
         out.append((draws, theta_u, diag))
@@ -137,6 +138,9 @@ def main():
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 0.3, 1.0])
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--lr-scale", type=float, default=None,
+                        help="learning_rate_scale (ablation; default: the estimator's)")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS))
     parser.add_argument("--model-clipping", action="store_true",
                         help="ablation: correct the linear model's design for clipping")
     parser.add_argument("--clipping-nodes", type=int, default=256,
@@ -151,6 +155,8 @@ def main():
     name += f"_model_clipping{args.clipping_nodes}" if args.model_clipping else ""
     name += "_residual" if args.model_clipping and args.clipping_quadrature == "residual" else ""
     name += "_quick" if args.quick else ""
+    name += f"_lr{args.lr_scale:g}" if args.lr_scale is not None else ""
+    name += "_" + "_".join(args.methods) if list(args.methods) != list(METHODS) else ""
     payload = {"machine": machine(), "config": args.config, "settings": CONFIGS[args.config],
                "n_sim": args.n_sim, "steps": args.steps,
                "cells": load_cells(name, config=args.config, n_sim=args.n_sim,
@@ -159,7 +165,8 @@ def main():
     for eps in args.epsilons:
         out, seconds = run_batched_study(
             lambda s: one_batch(s, args.config, eps, args.steps, 1000, args.model_clipping,
-                                args.clipping_nodes, args.clipping_quadrature),
+                                args.clipping_nodes, args.clipping_quadrature, args.lr_scale,
+                                args.methods),
             args.n_sim,
             seed=int(eps * 1000), n_jobs=args.n_jobs, batch_size=32)
         samples = {m: np.stack([o[0][m] for o in out]) for m in out[0][0]}

@@ -481,3 +481,21 @@ def test_negligible_grid_points_keep_no_covariance():
     np.testing.assert_allclose(fit.weights.sum(), 1.0)
     draws = fit.sample(200, np.random.default_rng(0))
     assert np.all(np.isfinite(draws))
+
+
+def test_prior_predictive_in_chunks_equals_one_call(monkeypatch):
+    """The sampler evaluates the prior predictive in chunks (bounded memory): the same
+    values as one call, in the same order."""
+    import skdpvi.noise_aware.statistics_sampling as sampling
+
+    st = LinearRegressionModel(3).data_statistics(500)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    y = X @ [0.5, -1.0, 0.2] + rng.normal(0, 0.3, 500)
+    Xa = np.c_[X, np.ones(500)]
+    truth = np.r_[(Xa.T @ Xa)[np.tril_indices(4)], Xa.T @ y, y @ y]
+    etas = truth * (1 + 0.01 * rng.standard_normal((50, len(truth))))
+    whole = st.log_prior(etas)
+    assert np.isfinite(whole).sum() > 40
+    monkeypatch.setattr(sampling, "_LOG_PRIOR_CHUNK", 7)
+    np.testing.assert_array_equal(sampling._log_prior(st, etas), whole)
