@@ -39,7 +39,7 @@ def _batch(seeds, epsilon, n_steps, beta_u):
     torch.set_num_threads(1)
     p = MODEL.n_weights
     sims = [make_nig_linear_regression(5000, random_state=s) for s in seeds]
-    lam_c = DPBayesianLinearRegression._default_learning_rate_scale(2 * MODEL.n_params)
+    lam_c = DPBayesianLinearRegression()._default_learning_rate_scale(2 * MODEL.n_params)
     settings = _engine_settings(MODEL, epsilon=epsilon, clip_norm=CLIP, n_steps=n_steps,
                                 sampling_rate=0.1, delta=1e-5, burn_in=0.2,
                                 preconditioner=None, learning_rate_scale=lam_c)

@@ -90,7 +90,7 @@ def one_batch(seeds, config, epsilon, n_steps, n_draws, model_clipping=False, n_
     LinearRegressionStatistics.clipping_quadrature = quadrature
     model = model_of(config)
     sims = [simulate(config, np.random.default_rng(s)) for s in seeds]
-    lam_c = (DPBayesianLinearRegression._default_learning_rate_scale(2 * model.n_params)
+    lam_c = (DPBayesianLinearRegression()._default_learning_rate_scale(2 * model.n_params)
              if lr_scale is None else lr_scale)
     fits = fit_all_backends_batched(model, [(X, y) for X, y, _ in sims],
                                     [s % (2**31 - 16) for s in seeds], epsilon=epsilon,

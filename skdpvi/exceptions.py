@@ -33,5 +33,9 @@ class IdentifiabilityWarning(UserWarning):
     Also raised by linear regression when the release shows features far from
     centred (``inference_diagnostics_["intercept_inflation"]`` above 6): the
     intercept's variance then rests on a small difference of large statistics that
-    the trace cannot resolve. Centre the features with public values.
+    the trace cannot resolve. Centre the features with public values. And when it
+    shows features far from the unit scale that the default ``clip_norm`` and
+    learning rate assume (``inference_diagnostics_["feature_scales"]``, a root mean
+    square outside 0.25-4): clipping then distorts the release. Scale the features
+    with public values, or choose ``clip_norm`` from public ranges.
     """

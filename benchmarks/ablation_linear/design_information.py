@@ -130,7 +130,7 @@ def run(config, eps, n_sim, recording_step, no_clipping=False, exact=False, dens
     settings = _engine_settings(
         model, epsilon=eps, clip_norm=T2.clip_of(config), n_steps=10_000, sampling_rate=0.1,
         delta=1e-5, burn_in=0.2, preconditioner=None,
-        learning_rate_scale=DPBayesianLinearRegression._default_learning_rate_scale(
+        learning_rate_scale=DPBayesianLinearRegression()._default_learning_rate_scale(
             2 * model.n_params),
         n_examples=T2.CONFIGS[config][1], record_trace=True,
         mean_preconditioning=dense == "estimated")

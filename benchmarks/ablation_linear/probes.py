@@ -11,6 +11,7 @@ Configurations (``y = X w + b + N(0, sigma^2)``, ``sigma^2 ~ InvGamma(shape, sca
 ``(w, b) | sigma^2 ~ N(0, (ws sigma)^2)``; features N(0, 1) unless said):
 
 - ``scales``: 5 features with standard deviations 1, 10, 0.1, 1, 3 (unscaled data);
+- ``scale3`` / ``scale0.3``: the second of 5 features with sd 3 / 0.3, the others 1;
 - ``prior0.5``: 5 features, N = 2,000, weight prior scale 0.5;
 - ``small``: 3 features, N = 500;
 - ``shift1``: 5 features with mean 1 (uncentred, intercept inflation 6);
@@ -63,6 +64,8 @@ class Simulator:
 #: name -> (simulator, estimator parameters that match its prior)
 CONFIGS = {
     "scales": (Simulator(5000, 5, scales=[1, 10, 0.1, 1, 3]), {}),
+    "scale3": (Simulator(5000, 5, scales=[1, 3, 1, 1, 1]), {}),
+    "scale0.3": (Simulator(5000, 5, scales=[1, 0.3, 1, 1, 1]), {}),
     "prior0.5": (Simulator(2000, 5, weight_scale=0.5), dict(prior_weight_scale=0.5)),
     "small": (Simulator(500, 3), {}),
     "shift1": (Simulator(5000, 5, shift=1.0), {}),

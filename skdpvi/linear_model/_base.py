@@ -85,8 +85,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    @staticmethod
-    def _default_learning_rate_scale(dim):
+    def _default_learning_rate_scale(self, dim):
         """lambda_c when ``learning_rate_scale="auto"``; ``dim`` = 2 * n_params."""
         raise NotImplementedError
 

@@ -19,11 +19,20 @@ _MEAN_PRECONDITIONING = ("auto", "correlation", "none")
 #: solves the statistics regression in (p + 1)^2 / 2 dimensions (40 features: 10 s
 #: each, against 28 s for the whole plain fit).
 _AUTO_MAX_WEIGHTS = 21
+#: ``learning_rate_scale="auto"`` with the statistics posterior: the trace learns
+#: X^T X from the wander of the means, and 2.5 times the paper's step widens the
+#: wander enough to bring too-wide intervals of correlated or low-information designs
+#: into spec (results page, "A larger step for the statistics posterior"; K = 200).
+_STATISTICS_LEARNING_RATE_SCALE = 2.5
 #: Above this inflation of the intercept's variance by the features' means (as the
 #: release estimates it; it reads them 10-40 % low) the fit warns that the features
 #: are not centred. Intercept z-scores over a few fits (results page, "Uncentred
 #: features"): rms 0.7-0.8 at a true inflation of 6, 1.4 at 11, 1.9 at 21.
 _CENTRED_INFLATION = 6.0
+#: Outside this range of a feature's root mean square (as the release estimates it)
+#: the fit warns that the features are not on the unit scale the default clip norm
+#: and step assume (results page, "Generalisation probes").
+_UNIT_SCALE_RANGE = (0.25, 4.0)
 
 
 class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
@@ -54,6 +63,14 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         knowledge (feature and target ranges), never from the private data.
     learning_rate : float or "auto", default="auto"
     learning_rate_scale : float or "auto", default="auto"
+        lambda_c of the paper's learning-rate heuristic. "auto" is 2.5 with
+        ``inference="statistics"`` (the default): the statistics posterior learns
+        X^T X from how the released gradients change as the means wander, and a
+        wider wander identifies it better, which brings the too-wide intervals of
+        correlated or low-information designs into spec (results page, "A larger
+        step for the statistics posterior"); 1 with the paper's gradient model
+        (``inference`` "exact", "emcee", "laplace"), whose noise-variance gradient
+        the wander would bias (user guide).
     scale_preconditioning : float or "auto", default="auto"
         See :class:`DPBayesianLogisticRegression`.
     n_mc_samples : int, default=10
@@ -183,11 +200,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             model.data_statistics(n_samples), sampling_rate=engine["sampling_rate"],
             noise_std=engine["noise_multiplier"] * engine["clip_norm"] / beta)
 
-    @staticmethod
-    def _default_learning_rate_scale(dim):
-        # 1, not sqrt(d / 2): the coefficients' wander inflates the residuals the
-        # noise-variance gradient sees (see the user guide)
-        return 1.0
+    def _default_learning_rate_scale(self, dim):
+        # statistics posterior: 2.5, more wander identifies X^T X better (results page,
+        # "A larger step for the statistics posterior"); the paper's gradient model: 1,
+        # the coefficients' wander inflates the residuals its noise-variance gradient
+        # sees (user guide)
+        return _STATISTICS_LEARNING_RATE_SCALE if self.inference == STATISTICS else 1.0
 
     def _make_model(self, n_features):
         # validated here, before the private run starts
@@ -242,6 +260,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         self.noise_variance_ = float(theta_mean[-1])
         self._check_centred(settings.engine["model"], n_samples)
+        self._check_scales(settings.engine["model"], n_samples)
         return theta_mean
 
     def _check_centred(self, model, n_samples):
@@ -264,6 +283,28 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
                 "unreliable, possibly far too narrow. Centre the features with public "
                 "values (for example the midpoints of public bounds) before fitting; "
                 "inference_diagnostics_['intercept_inflation'] holds the estimate.",
+                IdentifiabilityWarning, stacklevel=3)
+
+    def _check_scales(self, model, n_samples):
+        """Warn when the release shows features far from unit scale: the default clip
+        norm then clips their gradients (or lets their noise swamp them) and the
+        intervals, the noise variance's first, can be far off (results page)."""
+        eta = self.inference_diagnostics_.get("eta_mean")
+        if eta is None or "fallback" in self.inference_diagnostics_:
+            return
+        scales = model.data_statistics(n_samples).feature_scales(eta)
+        self.inference_diagnostics_["feature_scales"] = scales
+        low, high = _UNIT_SCALE_RANGE
+        outside = np.flatnonzero((scales < low) | (scales > high))
+        if len(outside) and self.clip_norm == "auto":
+            shown = ", ".join(f"{j}: {scales[j]:.3g}" for j in outside[:5])
+            warnings.warn(
+                "The released DP-SGD trace shows features far from unit scale (root mean "
+                f"square of feature {shown}), which the default clip_norm and learning "
+                "rate assume; the credible intervals (the noise variance's first) can be "
+                "far off. Scale the features with public values (for example public "
+                "bounds) before fitting, or choose clip_norm from public ranges; "
+                "inference_diagnostics_['feature_scales'] holds the estimate.",
                 IdentifiabilityWarning, stacklevel=3)
 
     def _split(self, draws):

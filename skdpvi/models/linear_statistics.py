@@ -244,6 +244,17 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         whitened = np.linalg.solve(root, mean)
         return float(1.0 + whitened @ whitened)
 
+    def feature_scales(self, eta):
+        """The root mean square of every feature, ``sqrt((X^T X)_jj / N)``, from eta.
+
+        The default clip norm and learning rate assume features of unit scale; far
+        from it the clipping distorts the release (results page, "Generalisation
+        probes"). From the release's eta, a post-processing.
+        """
+        XtX = self.unpack(np.atleast_2d(eta))[0][0]
+        k = self.p - 1 if self.model.fit_intercept else self.p
+        return np.sqrt(np.maximum(np.diag(XtX)[:k], 0.0) / float(self.n_examples))
+
     def pooled_statistics(self):
         """The features' diagonal of X^T X (``pool_diagonal``; results page, "Pooling
         the diagonal of X^T X")."""

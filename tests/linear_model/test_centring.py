@@ -1,4 +1,5 @@
-"""The linear estimator warns when the release shows uncentred features."""
+"""The linear estimator warns when the release shows uncentred features, or
+features far from the unit scale its defaults assume."""
 
 import warnings
 
@@ -23,8 +24,12 @@ def _estimator():
 
 def test_uncentred_features_warn_with_the_release_estimate():
     X, y = _data(shift=4.0)
-    with pytest.warns(IdentifiabilityWarning, match="far from centred"):
+    with pytest.warns(IdentifiabilityWarning) as caught:
         est = _estimator().fit(X, y)
+    # and, their root mean square being 4.1, far from unit scale too
+    assert {"far from centred", "far from unit scale"} <= {
+        phrase for w in caught for phrase in ("far from centred", "far from unit scale")
+        if phrase in str(w.message)}
     # three features 4 sds off: 49 (the trace reads it low, one reason to warn)
     assert est.inference_diagnostics_["intercept_inflation"] > 10
 
@@ -35,3 +40,27 @@ def test_centred_features_do_not_warn():
         warnings.simplefilter("error", IdentifiabilityWarning)
         est = _estimator().fit(X, y)
     assert est.inference_diagnostics_["intercept_inflation"] < 2.0
+
+
+def _scaled_data(scale, n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3)) * [1.0, scale, 1.0]
+    y = X @ [0.3, -0.2 / scale, 0.1] + rng.normal(0, 0.2, n)
+    return X, y
+
+
+def test_features_far_from_unit_scale_warn_with_the_release_estimate():
+    X, y = _scaled_data(scale=10.0)
+    with pytest.warns(IdentifiabilityWarning, match="far from unit scale"):
+        est = _estimator().fit(X, y)
+    scales = est.inference_diagnostics_["feature_scales"]
+    assert scales.shape == (3,) and scales[1] > 4.0
+    np.testing.assert_allclose(scales[[0, 2]], 1.0, rtol=0.3)
+
+
+def test_unit_scale_features_or_a_chosen_clip_norm_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        _estimator().fit(*_scaled_data(scale=1.0))
+        # a clip norm chosen from public ranges: the user has taken the scale in hand
+        _estimator().set_params(clip_norm=60.0).fit(*_scaled_data(scale=10.0))
