@@ -36,6 +36,6 @@ class IdentifiabilityWarning(UserWarning):
     the trace cannot resolve. Centre the features with public values. And when it
     shows features far from the unit scale that the default ``clip_norm`` and
     learning rate assume (``inference_diagnostics_["feature_scales"]``, a root mean
-    square outside 0.25-4): clipping then distorts the release. Scale the features
+    square above 4): clipping then distorts the release. Scale the features
     with public values, or choose ``clip_norm`` from public ranges.
     """
