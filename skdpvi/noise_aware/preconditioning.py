@@ -104,7 +104,6 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
         of a run together cost one pass over its pairs.
     """
     kappa = float(sampling_rate)
-    p = data_statistics.p
     seen = {}  # first pair of a run -> (pairs seen, P, h)
 
     def step_matrix(trace_phi, trace_grad):

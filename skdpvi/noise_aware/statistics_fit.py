@@ -69,7 +69,6 @@ class StatisticsFit:
 
     def __init__(self, P, h, shrink_index, shrink_scale, gammas=GAMMA_GRID, known=None,
                  labels=None):
-        k = len(h)
         gammas = np.asarray(gammas, float)
         known_index, known_values = known if known is not None else (np.zeros(0, int),
                                                                      np.zeros(0))
