@@ -464,9 +464,11 @@ def test_linear_model_pools_the_features_diagonal_only():
     assert len(st.pooled_statistics()) == 0
 
 
-def test_negligible_grid_points_keep_no_covariance():
+def test_negligible_grid_points_keep_no_covariance(monkeypatch):
     """Grid points far below the best marginal likelihood drop their covariance and get
     weight 0 (memory: the nested grid at 40 features); the mixture is unchanged."""
+    import skdpvi.noise_aware.statistics_fit as statistics_fit
+
     rng = np.random.default_rng(3)
     k = 6
     truth = np.r_[np.full(3, 30.0), np.zeros(3)]
@@ -481,6 +483,11 @@ def test_negligible_grid_points_keep_no_covariance():
     np.testing.assert_allclose(fit.weights.sum(), 1.0)
     draws = fit.sample(200, np.random.default_rng(0))
     assert np.all(np.isfinite(draws))
+    monkeypatch.setattr(statistics_fit, "_NEGLIGIBLE_LOG_WEIGHT", np.inf)
+    kept = StatisticsFit(P, h, index, scale, labels=labels)
+    assert all(c is not None for c in kept.covs)
+    np.testing.assert_allclose(fit.weights, kept.weights, atol=1e-14)
+    np.testing.assert_allclose(fit.mean, kept.mean, rtol=1e-12)
 
 
 def test_prior_predictive_in_chunks_equals_one_call(monkeypatch):
