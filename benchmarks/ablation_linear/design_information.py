@@ -96,6 +96,9 @@ def _cache_path(config, eps, recording_step, no_clipping=False, exact=False, den
     tag += {False: "", "estimated": "_dense", "oracle": "_dense_oracle"}[dense]
     tag += "_noclip" if no_clipping else ""
     tag += "_exact" if exact else ""
+    # runs cached before the thirteenth session used learning_rate_scale 1
+    lam_c = DPBayesianLinearRegression()._default_learning_rate_scale(0)
+    tag += f"_lr{lam_c:g}" if lam_c != 1 else ""
     return os.path.join(CACHE, f"linear_{config}_{eps:g}{tag}.pkl")
 
 
@@ -257,6 +260,8 @@ def post(config, eps, variants, recording_step, design_prior_power=0.0, exact=Fa
         key += "_exact" if exact else ""
         key += "_noclip" if no_clipping else ""
         key += {False: "", "estimated": "_dense", "oracle": "_dense_oracle"}[dense]
+        lam_c = DPBayesianLinearRegression()._default_learning_rate_scale(0)
+        key += f"_lr{lam_c:g}" if lam_c != 1 else ""  # the keys before: step 1
         payload["cells"][key] = cell
         save(name, payload)
         with np.printoptions(precision=2, suppress=True, linewidth=160):
