@@ -144,7 +144,9 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         the features' means inflate the intercept's variance, as the release
         estimates it (1 for centred features); above 6 the fit warns
         (:class:`~skdpvi.exceptions.IdentifiabilityWarning`): centre the features
-        with public values.
+        with public values. ``inference_diagnostics_["feature_scales"]`` is every
+        feature's root mean square as the release estimates it; above 4 (with
+        ``clip_norm="auto"``) the fit warns too: scale the features with public values.
 
     Notes
     -----
@@ -261,18 +263,21 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     def _fit_from_result(self, result, settings, n_samples, seeds):
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         self.noise_variance_ = float(theta_mean[-1])
-        self._check_centred(settings.engine["model"], n_samples)
-        self._check_scales(settings.engine["model"], n_samples)
+        # checks of the design on the release's estimate of the data statistics
+        eta = self.inference_diagnostics_.get("eta_mean")
+        if eta is not None and "fallback" not in self.inference_diagnostics_:
+            statistics = settings.engine["model"].data_statistics(n_samples)
+            self._check_centred(statistics, eta)
+            self._check_scales(statistics, eta)
         return theta_mean
 
-    def _check_centred(self, model, n_samples):
+    def _check_centred(self, statistics, eta):
         """Warn when the release shows features far from centred: the intercept's
         variance is then a small difference of large statistics that the trace cannot
         resolve, and its interval can be confidently wrong (results page)."""
-        eta = self.inference_diagnostics_.get("eta_mean")
-        if eta is None or not self.fit_intercept or "fallback" in self.inference_diagnostics_:
+        if not self.fit_intercept:
             return
-        inflation = model.data_statistics(n_samples).intercept_inflation(eta)
+        inflation = statistics.intercept_inflation(eta)
         self.inference_diagnostics_["intercept_inflation"] = inflation
         if inflation > _CENTRED_INFLATION:
             # inf: the features' covariance S / N - m m^T is not even positive definite
@@ -287,14 +292,11 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
                 "inference_diagnostics_['intercept_inflation'] holds the estimate.",
                 IdentifiabilityWarning, stacklevel=3)
 
-    def _check_scales(self, model, n_samples):
+    def _check_scales(self, statistics, eta):
         """Warn when the release shows features far above unit scale: the default clip
         norm then clips their gradients and the intervals, the noise variance's
         first, can be far off (results page)."""
-        eta = self.inference_diagnostics_.get("eta_mean")
-        if eta is None or "fallback" in self.inference_diagnostics_:
-            return
-        scales = model.data_statistics(n_samples).feature_scales(eta)
+        scales = statistics.feature_scales(eta)
         self.inference_diagnostics_["feature_scales"] = scales
         outside = np.flatnonzero(scales > _LARGEST_UNIT_SCALE)
         if len(outside) and self.clip_norm == "auto":

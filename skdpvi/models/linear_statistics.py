@@ -244,6 +244,11 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         whitened = np.linalg.solve(root, mean)
         return float(1.0 + whitened @ whitened)
 
+    @property
+    def features(self):
+        """Positions of the features in X^T X (all but the intercept's column)."""
+        return np.arange(self.p - 1 if self.model.fit_intercept else self.p)
+
     def feature_scales(self, eta):
         """The root mean square of every feature, ``sqrt((X^T X)_jj / N)``, from eta.
 
@@ -252,8 +257,7 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         probes"). From the release's eta, a post-processing.
         """
         XtX = self.unpack(np.atleast_2d(eta))[0][0]
-        k = self.p - 1 if self.model.fit_intercept else self.p
-        return np.sqrt(np.maximum(np.diag(XtX)[:k], 0.0) / float(self.n_examples))
+        return np.sqrt(np.maximum(np.diag(XtX)[self.features], 0.0) / float(self.n_examples))
 
     def pooled_statistics(self):
         """The features' diagonal of X^T X (``pool_diagonal``; results page, "Pooling
@@ -268,8 +272,8 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         """The features' block of X^T X: the intercept keeps the plain step (with
         uncentred features, speeding up the direction it shares with them made the
         intercept's intervals too narrow: results page, "Uncentred features")."""
-        k = self.p - 1 if self.model.fit_intercept else self.p
-        return np.arange(k), self.unpack(np.asarray(eta, float)[None])[0][0][:k, :k]
+        block = self.features
+        return block, self.unpack(np.asarray(eta, float)[None])[0][0][np.ix_(block, block)]
 
     # ----------------------------------------------------------------- posterior
 

@@ -64,3 +64,19 @@ def test_unit_scale_features_or_a_chosen_clip_norm_do_not_warn():
         _estimator().fit(*_scaled_data(scale=1.0))
         # a clip norm chosen from public ranges: the user has taken the scale in hand
         _estimator().set_params(clip_norm=60.0).fit(*_scaled_data(scale=10.0))
+
+
+def test_the_statistics_posterior_steps_larger_than_the_gradient_model():
+    """learning_rate_scale="auto": 2.5 with the statistics posterior, 1 with the paper's
+    gradient model (results page, "A larger step for the statistics posterior"); the
+    released run's step says which was used."""
+    X, y = _data(shift=0.0, n=400)
+    fits = {inference: DPBayesianLinearRegression(max_iter=60, burn_in=20, inference=inference,
+                                                  n_posterior_samples=50, random_state=0)
+            .fit(X, y) for inference in ("statistics", "exact")}
+    steps = {k: np.asarray(est.dpvi_result_.learning_rate)[0] for k, est in fits.items()}
+    np.testing.assert_allclose(steps["statistics"] / steps["exact"], 2.5)
+    explicit = DPBayesianLinearRegression(max_iter=60, burn_in=20, learning_rate_scale=1.0,
+                                          n_posterior_samples=50, random_state=0).fit(X, y)
+    np.testing.assert_allclose(np.asarray(explicit.dpvi_result_.learning_rate)[0],
+                               steps["exact"])

@@ -86,3 +86,29 @@ def test_recording_step_matrix_estimates_the_correlation_from_released_pairs():
     np.testing.assert_array_equal(
         recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)(phi[:4], grads[:4]),
         np.eye(2 * model.n_params))
+
+
+def test_step_curvature_of_each_model():
+    """Linear regression preconditions the features' block of X^T X (the intercept keeps
+    the plain step); logistic regression all the means, by the ELBO's curvature
+    Lambda (projected onto the PSD cone) + I / tau^2."""
+    from skdpvi.models import LogisticRegressionModel
+    from skdpvi.models.statistics import vech_indices
+
+    linear = LinearRegressionModel(2).data_statistics(100)
+    gram = np.array([[4.0, 1.0, 0.5], [1.0, 9.0, 0.2], [0.5, 0.2, 100.0]])
+    rows, cols = vech_indices(3)
+    eta = np.zeros(linear.n_statistics)
+    eta[:len(rows)] = gram[rows, cols]
+    block, curvature = linear.step_curvature(eta)
+    np.testing.assert_array_equal(block, [0, 1])
+    np.testing.assert_allclose(curvature, gram[:2, :2])
+
+    logistic = LogisticRegressionModel(1, prior_scale=2.0).data_statistics(100)
+    lam = np.array([[3.0, 0.0], [0.0, -1.0]])  # a negative eigenvalue is projected to 0
+    rows, cols = vech_indices(2)
+    eta = np.zeros(logistic.n_statistics)
+    eta[:len(rows)] = lam[rows, cols]
+    block, curvature = logistic.step_curvature(eta)
+    np.testing.assert_array_equal(block, [0, 1])
+    np.testing.assert_allclose(curvature, np.diag([3.0, 0.0]) + np.eye(2) / 4.0)
