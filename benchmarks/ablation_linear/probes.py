@@ -14,9 +14,15 @@ Configurations (``y = X w + b + N(0, sigma^2)``, ``sigma^2 ~ InvGamma(shape, sca
 - ``scale3`` / ``scale0.3``: the second of 5 features with sd 3 / 0.3, the others 1;
 - ``prior0.5``: 5 features, N = 2,000, weight prior scale 0.5;
 - ``small``: 3 features, N = 500;
-- ``shift1``: 5 features with mean 1 (uncentred, intercept inflation 6);
+- ``shift1`` / ``shift2``: 5 features with mean 1 / 2 (uncentred, intercept inflation 6 /
+  21);
 - ``d30``: 30 features, equicorrelation 0.3, N = 10,000;
-- ``noise_vague``: 4 features, N = 3,000, a vague noise prior InvGamma(3, 2).
+- ``noise_vague``: 4 features, N = 3,000, a vague noise prior InvGamma(3, 2);
+- ``n30k`` / ``n100k``: the paper's 10 features and priors with N = 30,000 / 100,000
+  (the means' relaxation rate per step grows with N);
+- ``n50k_rho0.9``: 10 features with equicorrelation 0.9, N = 50,000;
+- ``d30_rho0.9_n20k``: 30 features with equicorrelation 0.9, N = 20,000 (more than 20
+  features: no step matrix).
 
 Usage (from ``benchmarks/``)::
 
@@ -69,7 +75,12 @@ CONFIGS = {
     "prior0.5": (Simulator(2000, 5, weight_scale=0.5), dict(prior_weight_scale=0.5)),
     "small": (Simulator(500, 3), {}),
     "shift1": (Simulator(5000, 5, shift=1.0), {}),
+    "shift2": (Simulator(5000, 5, shift=2.0), {}),
     "d30": (Simulator(10000, 30, rho=0.3), {}),
+    "n100k": (Simulator(100_000, 10), {}),
+    "n30k": (Simulator(30_000, 10), {}),
+    "n50k_rho0.9": (Simulator(50_000, 10, rho=0.9), {}),
+    "d30_rho0.9_n20k": (Simulator(20_000, 30, rho=0.9), {}),
     "noise_vague": (Simulator(3000, 4, shape=3.0, scale=2.0),
                     dict(prior_noise_shape=3.0, prior_noise_scale=2.0)),
 }

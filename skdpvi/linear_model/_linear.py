@@ -90,8 +90,13 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         tenth of the recording window; the intercept keeps the plain step), so that
         every soft direction relaxes as fast as an uncorrelated coordinate: with strongly correlated features the
         soft directions otherwise barely move, the trace identifies X^T X poorly
-        there and the intervals come out too wide (results page). A post-processing
-        of the release: the privacy guarantee is unchanged. "none": the plain step.
+        there and the intervals come out too wide (results page). The same matrix
+        caps how fast any direction of the means relaxes (at most the whole
+        distance to the optimum per step, :func:`~skdpvi.noise_aware.rate_cap`): the rate grows with the rows and the
+        features' scale, and a feature at sd 10 or N = 100,000 rows at epsilon 3 made
+        the plain step oscillate (results page, "A cap on the relaxation rate"). A
+        post-processing of the release: the privacy guarantee is unchanged. "none":
+        the plain step.
         "auto" is "correlation" with ``inference="statistics"`` (which needs the
         recorded trace) and at most 20 features (it was measured up to 20, and each
         of its ten estimates of X^T X solves a regression in about p^2 / 2
@@ -202,7 +207,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         beta = np.r_[np.ones(n), np.full(n, engine["preconditioner"])]
         return recording_step_matrix(
             model.data_statistics(n_samples), sampling_rate=engine["sampling_rate"],
-            noise_std=engine["noise_multiplier"] * engine["clip_norm"] / beta)
+            noise_std=engine["noise_multiplier"] * engine["clip_norm"] / beta,
+            learning_rate=engine["learning_rate"] * beta)
 
     def _default_learning_rate_scale(self, dim):
         # statistics posterior: 2.5, more wander identifies X^T X better (results page,

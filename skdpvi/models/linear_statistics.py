@@ -275,6 +275,15 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         block = self.features
         return block, self.unpack(np.asarray(eta, float)[None])[0][0][np.ix_(block, block)]
 
+    def mean_curvature(self, eta, phi):
+        """``E_q[1 / sigma^2] (X^T X + I / s2)`` over all the coefficients, the
+        intercept included: the negative ELBO's Hessian in their means at phi."""
+        phi = np.atleast_2d(np.asarray(phi, float))
+        e1 = self._parts(phi)["e1"][0]
+        XtX = self.unpack(np.asarray(eta, float)[None])[0][0]
+        block = np.arange(self.p)
+        return block, e1 * (XtX + np.eye(self.p) / self.model.weight_scale**2)
+
     # ----------------------------------------------------------------- posterior
 
     def unpack(self, eta):

@@ -139,6 +139,10 @@ class LogisticRegressionStatistics(SymmetricBlockStatistics):
         direction a one-hot block shares with it is restrained by the prior alone."""
         return np.arange(self.p), self._precision(np.asarray(eta, float)[None])[0]
 
+    def mean_curvature(self, eta, phi):
+        """``Lambda + I / tau^2`` (the quadratic model's, the same at every phi)."""
+        return self.step_curvature(eta)
+
     def log_prior(self, eta):
         # flat: a draw of Lambda outside the PSD cone is projected onto it in
         # conditional_posterior rather than rejected (see the module docstring)

@@ -198,6 +198,25 @@ class DataStatistics:
         """
         raise NotImplementedError(f"{type(self).__name__} has no recording step matrix.")
 
+    def mean_curvature(self, eta, phi):
+        """The Hessian of the negative ELBO in the means at phi, given the statistics eta:
+        what sets how fast DP-SGD relaxes along each direction of the means
+        (:func:`~skdpvi.noise_aware.recording_step_matrix` caps that rate).
+
+        Parameters
+        ----------
+        eta : ndarray of shape (n_statistics,)
+        phi : ndarray of shape (d,)
+            The variational parameters (mu, rho) the curvature is taken at.
+
+        Returns
+        -------
+        block : ndarray of int
+            Positions in phi (the means).
+        curvature : ndarray of shape (len(block), len(block))
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no mean curvature.")
+
     def unused_coordinates(self):
         """Coordinates of the released gradient that the regression for eta leaves out.
 

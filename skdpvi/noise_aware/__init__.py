@@ -40,8 +40,8 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
 :mod:`~skdpvi.noise_aware.preconditioning`
     :func:`recording_step_matrix`: a step matrix for the recording phase of a
     linear model, from X^T X as the released burn-in estimates it, so that every
-    direction of the coefficients relaxes at the rate of an uncorrelated one (the
-    engine's ``step_matrix``).
+    direction of the coefficients relaxes at the rate of an uncorrelated one, and
+    none faster than :func:`rate_cap` allows (the engine's ``step_matrix``).
 
 ``INFERENCE_METHODS`` is the tuple of registered backend names, in registration
 order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registered.
@@ -52,7 +52,7 @@ from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
 from .linear_response import linear_response_posterior, window_curvature
 from .gradient_model import GradientModel
-from .preconditioning import correlation_step_matrix, recording_step_matrix
+from .preconditioning import correlation_step_matrix, rate_cap, recording_step_matrix
 from .sampling import sample_phi_star
 from .statistics import statistics_posterior
 from .wander_bias import logistic_wander_width, remove_wander_bias
@@ -70,6 +70,7 @@ __all__ = [
     "remove_wander_bias",
     "recording_step_matrix",
     "correlation_step_matrix",
+    "rate_cap",
     "INFERENCE_METHODS",
     "CoordinatewiseStretchMove",
     "register_backend",

@@ -20,7 +20,21 @@ too narrow): every soft direction relaxes at the rate of an uncorrelated coordin
 stiff ones keep their faster rate, none is slowed down. ``M`` is re-estimated from
 all pairs so far at each tenth of the recording window, as the larger wander along
 the soft directions identifies them better. For an uncorrelated design ``R = I`` and
-nothing changes. The mechanism (sampling, clipping, noise) is untouched, so the
+nothing changes.
+
+A cap on the relaxation rate. DP-SGD's step along a direction of curvature h relaxes
+the means by the fraction ``lambda kappa h`` per step; above 2 it diverges (the
+clipping bounds it to an oscillation), and h grows with the data: with N rows and
+the noise variance sigma^2 a feature of root mean square s has ``h = N s^2 /
+sigma^2``. One feature at sd 10 among unit-scale ones put that fraction at 16, and
+N = 100,000 rows of the paper's design at about 1.3. So the matrix also damps every
+direction of the rate matrix ``K = M lambda kappa H`` (H the curvature of the negative
+ELBO in all the means, the intercept included, at the trace's latest point and the
+released statistics) by ``f(K) = (I + (K / r)^4)^-1/4``: a direction relaxing at
+rate k relaxes at ``k / (1 + (k / r)^4)^1/4``, the same below r / 2 (within 1.5 %)
+and at most r = :data:`MAX_RELAXATION_RATE` above it. Every configuration of the
+results page's benchmarks relaxes below 0.85 per step, so the cap leaves them as
+they were. The mechanism (sampling, clipping, noise) is untouched, so the
 privacy guarantee is the same; the statistics posterior is exact along any path of
 phi, so it needs no change either.
 """
@@ -29,11 +43,52 @@ import numpy as np
 
 from .statistics_fit import _shrinkage_fit
 
-__all__ = ["recording_step_matrix", "correlation_step_matrix"]
+__all__ = ["recording_step_matrix", "correlation_step_matrix", "rate_cap"]
 
 #: Smallest eigenvalue of the estimated correlation matrix: the step along a direction
 #: grows by at most 1 / this.
 EIGENVALUE_FLOOR = 0.05
+#: The largest fraction of its distance to the optimum that the means cover per step
+#: along any direction (the rate cap of the module docstring): at 1 a step lands on
+#: the optimum (up to noise), at 2 DP-SGD diverges.
+MAX_RELAXATION_RATE = 1.0
+
+
+def rate_cap(rates, max_rate=MAX_RELAXATION_RATE):
+    """``(I + (K / r)^4)^-1/4`` of a rate matrix K: multiplied into the step, every
+    direction's rate k becomes ``k / (1 + (k / r)^4)^1/4`` (at most r).
+
+    Parameters
+    ----------
+    rates : ndarray of shape (p, p)
+        K, the fraction of the distance to the optimum that one step covers, as a
+        matrix (its eigenvalues are the rates of its directions; real and positive
+        for a positive definite curvature and step matrix).
+    max_rate : float, default=MAX_RELAXATION_RATE
+
+    Returns
+    -------
+    ndarray of shape (p, p)
+        The identity where every rate is far below ``max_rate``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> np.round(rate_cap(np.diag([0.1, 16.0])), 3)
+    array([[1.   , 0.   ],
+           [0.   , 0.062]])
+    """
+    rates = np.asarray(rates, float)
+    p = len(rates)
+    if not np.all(np.isfinite(rates)):
+        return np.eye(p)
+    values, vectors = np.linalg.eig(rates / max_rate)
+    if np.max(np.abs(values.imag)) > 1e-8 * max(np.max(np.abs(values)), 1.0) or \
+            np.linalg.cond(vectors) > 1e8:
+        # not a diagonalisable positive rate matrix: the rational cap k / (1 + k / r)
+        return np.linalg.solve(np.eye(p) + rates / max_rate, np.eye(p))
+    damping = (1.0 + np.maximum(values.real, 0.0) ** 4) ** -0.25
+    return ((vectors * damping) @ np.linalg.inv(vectors)).real
 
 
 def correlation_step_matrix(gram, floor=EIGENVALUE_FLOOR):
@@ -78,7 +133,8 @@ def correlation_step_matrix(gram, floor=EIGENVALUE_FLOOR):
     return root[:, None] * inverse / root[None, :]
 
 
-def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EIGENVALUE_FLOOR):
+def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EIGENVALUE_FLOOR,
+                          learning_rate=None, max_rate=MAX_RELAXATION_RATE):
     """The ``step_matrix`` callable of :func:`~skdpvi.dpvi.run_dpvi` for a linear model.
 
     Parameters
@@ -91,14 +147,20 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
         The DP noise's standard deviation in each coordinate of the release
         (``noise_multiplier * clip_norm / preconditioner``).
     floor : float, default=EIGENVALUE_FLOOR
+    learning_rate : float or ndarray of shape (d,), optional
+        The plain step of each coordinate (``lambda * beta``). Given, the matrix also
+        caps the means' relaxation rate (:func:`rate_cap`, the module docstring).
+    max_rate : float or None, default=MAX_RELAXATION_RATE
+        The cap; None: no cap.
 
     Returns
     -------
     callable
         ``(trace_phi, trace_grad) -> M`` of shape (d, d): the identity except the
-        features' means block, :func:`correlation_step_matrix` of that block of ``X^T X``
-        estimated from the released pairs it is given (the engine passes those from
-        half the burn-in on) by the statistics regression with the mechanism's noise.
+        means' block: :func:`correlation_step_matrix` of the features' block of
+        ``X^T X`` estimated from the released pairs it is given (the engine passes
+        those from half the burn-in on) by the statistics regression with the
+        mechanism's noise, times the rate cap at the trace's latest point.
         The engine calls it with ever longer arrays of the same run; the normal
         equations of the pairs already seen are kept (per run), so that all calls
         of a run together cost one pass over its pairs.
@@ -129,6 +191,12 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
             return matrix
         block, curvature = data_statistics.step_curvature(eta)
         matrix[np.ix_(block, block)] = correlation_step_matrix(curvature, floor)
+        if learning_rate is not None and max_rate is not None:
+            block, hessian = data_statistics.mean_curvature(eta, np.asarray(trace_phi[-1], float))
+            steps = np.broadcast_to(np.asarray(learning_rate, float), (d,))[block]
+            square = np.ix_(block, block)
+            rates = matrix[square] @ (steps[:, None] * kappa * hessian)
+            matrix[square] = rate_cap(rates, max_rate) @ matrix[square]
         return matrix
 
     return step_matrix

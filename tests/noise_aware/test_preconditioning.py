@@ -112,3 +112,81 @@ def test_step_curvature_of_each_model():
     block, curvature = logistic.step_curvature(eta)
     np.testing.assert_array_equal(block, [0, 1])
     np.testing.assert_allclose(curvature, np.diag([3.0, 0.0]) + np.eye(2) / 4.0)
+
+
+def test_rate_cap_keeps_slow_directions_and_caps_fast_ones():
+    from skdpvi.noise_aware.preconditioning import MAX_RELAXATION_RATE, rate_cap
+
+    rng = np.random.default_rng(3)
+    basis = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    rates = np.array([0.01, 0.3, 3.0, 40.0])
+    K = (basis * rates) @ basis.T
+    capped = np.linalg.eigvals(rate_cap(K) @ K).real
+    want = rates / (1 + (rates / MAX_RELAXATION_RATE) ** 4) ** 0.25
+    np.testing.assert_allclose(np.sort(capped), want, rtol=1e-8)
+    assert np.max(capped) < MAX_RELAXATION_RATE
+    # slow directions keep their rate (within 1.5 % below half the cap)
+    np.testing.assert_allclose(want[:2], rates[:2], rtol=0.015)
+    # a non-symmetric rate matrix (a step matrix times a curvature) with real rates
+    M = np.array([[2.0, 0.5], [0.0, 1.0]])
+    H = np.array([[3.0, 1.0], [1.0, 2.0]])
+    capped = np.linalg.eigvals(rate_cap(M @ H, 0.5) @ M @ H)
+    assert np.all(np.abs(capped.imag) < 1e-10) and np.all(capped.real < 0.5)
+    assert np.array_equal(rate_cap(np.full((2, 2), np.nan)), np.eye(2))
+
+
+def test_recording_step_matrix_caps_the_relaxation_rate_of_a_large_feature():
+    """One feature at sd 10 relaxes 100 times faster than the others: with the step's
+    learning rate given, the matrix brings every direction of M lambda kappa H below the
+    cap (in the model's own curvature at the trace's last point) and leaves the slow
+    ones as the correlation matrix alone had them."""
+    from skdpvi.noise_aware.preconditioning import MAX_RELAXATION_RATE
+
+    rng = np.random.default_rng(1)
+    n, p = 4000, 3
+    X = rng.standard_normal((n, p)) * [1.0, 10.0, 1.0]
+    y = X @ [0.5, -0.2, 0.3] + rng.normal(0, 0.5, n)
+    model = LinearRegressionModel(p)
+    st, gram, phi, grads, kappa = _linear_release(X, y, model, 5.0, 2000, rng)
+    e1 = st._parts(phi[-1:])["e1"][0]
+    hessian = e1 * (gram + np.eye(p + 1) / model.weight_scale**2)
+    lr = 0.02 / (kappa * hessian[0, 0])  # unit features relax 2 % a step, the large one 2x
+    plain = recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0)(phi, grads)
+    capped = recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0,
+                                   learning_rate=lr)(phi, grads)
+    block = np.arange(p + 1)
+    rates = np.linalg.eigvals(capped[np.ix_(block, block)] @ (lr * kappa * hessian)).real
+    assert np.max(rates) < 1.05 * MAX_RELAXATION_RATE  # the cap at the release's estimate
+    before = np.sort(np.linalg.eigvals(plain[np.ix_(block, block)] @ (lr * kappa * hessian)).real)
+    assert before[-1] > 1.5  # the estimate without the cap: the large feature near divergence
+    np.testing.assert_allclose(np.sort(rates)[:-1], before[:-1], rtol=0.02)
+    # everything but the means keeps the plain step
+    np.testing.assert_array_equal(capped[p + 1:], np.eye(2 * model.n_params)[p + 1:])
+    # no cap asked: the correlation matrix alone
+    np.testing.assert_array_equal(
+        recording_step_matrix(st, sampling_rate=kappa, noise_std=5.0, learning_rate=lr,
+                              max_rate=None)(phi, grads), plain)
+
+
+def test_mean_curvature_is_the_jacobian_of_the_expected_gradient():
+    from skdpvi.models import LogisticRegressionModel
+
+    rng = np.random.default_rng(2)
+    for model in (LinearRegressionModel(3), LogisticRegressionModel(3)):
+        st = model.data_statistics(500)
+        p = model.n_weights
+        eta = rng.standard_normal(st.n_statistics)
+        A = rng.standard_normal((p, p))
+        eta[:st.n_vech] = (A @ A.T + 50 * np.eye(p))[st.rows, st.cols]
+        phi = np.r_[rng.normal(0, 0.3, model.n_params), rng.normal(-3, 0.3, model.n_params)]
+        block, hessian = st.mean_curvature(eta, phi)
+        np.testing.assert_array_equal(block, np.arange(p))
+        step = 1e-6
+        numeric = np.empty((p, p))
+        for k in range(p):
+            up, down = phi.copy(), phi.copy()
+            up[k] += step
+            down[k] -= step
+            numeric[:, k] = (st.expected_gradient(up[None], eta)[0, :p]
+                             - st.expected_gradient(down[None], eta)[0, :p]) / (2 * step)
+        np.testing.assert_allclose(hessian, numeric, rtol=1e-5, atol=1e-6)
