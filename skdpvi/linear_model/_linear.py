@@ -15,10 +15,11 @@ from ._settings import STATISTICS
 #: Values of ``mean_preconditioning``.
 _MEAN_PRECONDITIONING = ("auto", "correlation", "none")
 #: Largest number of coefficients (intercept included) for which "auto" uses the
-#: correlation step matrix: measured up to 20 features; each of its ten estimates
-#: solves the statistics regression in (p + 1)^2 / 2 dimensions (40 features: 10 s
-#: each, against 28 s for the whole plain fit).
-_AUTO_MAX_WEIGHTS = 21
+#: correlation step matrix: measured up to 30 features (30 at equicorrelation 0.9 and
+#: N = 20,000: TARP 0.248 / 0.152 on the plain step, 0.085 / 0.082 with it); each of
+#: its ten estimates solves the statistics regression in (p + 1)^2 / 2 dimensions
+#: (about 0.8 s at 30 features, 4 s at 40, against 17 CPU-s for the whole plain fit).
+_AUTO_MAX_WEIGHTS = 31
 #: ``learning_rate_scale="auto"`` with the statistics posterior: the trace learns
 #: X^T X from the wander of the means, and 2.5 times the paper's step widens the
 #: wander enough to bring too-wide intervals of correlated or low-information designs
@@ -92,16 +93,17 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         soft directions otherwise barely move, the trace identifies X^T X poorly
         there and the intervals come out too wide (results page). The same matrix
         caps how fast any direction of the means relaxes (at most the whole
-        distance to the optimum per step, :func:`~skdpvi.noise_aware.rate_cap`): the rate grows with the rows and the
-        features' scale, and a feature at sd 10 or N = 100,000 rows at epsilon 3 made
-        the plain step oscillate (results page, "A cap on the relaxation rate"). A
-        post-processing of the release: the privacy guarantee is unchanged. "none":
-        the plain step.
+        distance to the optimum per step, :func:`~skdpvi.noise_aware.rate_cap`):
+        the rate grows with the rows, the features' scale and their correlation,
+        and a feature at sd 10, N = 100,000 rows at epsilon 3 or 50,000 rows at
+        equicorrelation 0.9 made the plain step diverge (results page, "A cap on
+        the relaxation rate"). A post-processing of the release: the privacy
+        guarantee is unchanged. "none": the plain step.
         "auto" is "correlation" with ``inference="statistics"`` (which needs the
-        recorded trace) and at most 20 features (it was measured up to 20, and each
+        recorded trace) and at most 30 features (it was measured up to 30, and each
         of its ten estimates of X^T X solves a regression in about p^2 / 2
-        dimensions: with 40 features it would add 100 s to a 28 s fit), "none"
-        otherwise.
+        dimensions: with 40 features it would add about 40 CPU-s to a 17 s fit),
+        "none" otherwise.
     inference : {"statistics", "emcee", "exact", "laplace", "last_iterate"}, default="statistics"
         Post-processing. "statistics" (the default) infers the data statistics
         (X^T X, X^T y, y^T y) behind the released trace and mixes the exact

@@ -52,13 +52,13 @@ def test_mean_preconditioning_is_validated():
     assert callable(est._engine_settings(*X.shape).engine["step_matrix"])
 
 
-def test_auto_leaves_more_than_twenty_features_to_the_plain_step():
+def test_auto_leaves_more_than_thirty_features_to_the_plain_step():
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((300, 21))
+    X = rng.standard_normal((300, 31))
     auto = DPBayesianLinearRegression(max_iter=100)._engine_settings(*X.shape).engine
     assert "step_matrix" not in auto
     forced = DPBayesianLinearRegression(max_iter=100, mean_preconditioning="correlation")
     assert callable(forced._engine_settings(*X.shape).engine["step_matrix"])
-    X20 = X[:, :20]
+    X30 = X[:, :30]
     assert callable(DPBayesianLinearRegression(max_iter=100)._engine_settings(
-        *X20.shape).engine["step_matrix"])
+        *X30.shape).engine["step_matrix"])
