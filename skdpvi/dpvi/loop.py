@@ -15,6 +15,8 @@ or for runs in lockstep (:mod:`~skdpvi.dpvi.batched`), which differ from a singl
 run only in how they draw their random numbers and gather their batches.
 """
 
+import math
+import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -35,6 +37,12 @@ __all__ = ["run_dpvi"]
 #: Expected size (batch rows x weights) of the gradient block above which the
 #: factored GLM path (:func:`glm_clip_and_sum`) is faster than the dense one.
 _GLM_PATH_MIN_BLOCK = 20_000
+#: Rows per chunk of a large step: a step's clipped sum is accumulated over chunks of
+#: at most this many rows, so its temporaries (the gathered rows, the (rows, p)
+#: blocks of the gradient) stay O(chunk p) whatever kappa N is (benchmarks/
+#: bench_scaling.py: the peak memory of a fit on 10^6 x 20 rows). Smaller batches,
+#: and data prepared up front, take one pass, as before.
+_STEP_CHUNK_ROWS = 1 << 15
 
 
 def _use_glm_path(model, n_examples, sampling_rate, n_runs=1):
@@ -52,6 +60,33 @@ def _progress_bar(verbose, n_steps, desc="DP-SGD"):
     from tqdm.auto import tqdm
 
     return tqdm(total=n_steps, desc=desc, unit="step", mininterval=0.5)
+
+
+def _check_settings(*, noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in,
+                    n_mc_samples):
+    """Raise a ValueError naming the first setting of a run that is out of range."""
+    def number(name, value):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, got {value!r}.") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value}.")
+        return value
+
+    if number("noise_multiplier", noise_multiplier) < 0:
+        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier}.")
+    if number("clip_norm", clip_norm) <= 0:
+        raise ValueError(f"clip_norm must be > 0, got {clip_norm}.")
+    if not 0 < number("sampling_rate", sampling_rate) <= 1:
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}.")
+    for name, value, low in (("n_steps", n_steps, 1), ("n_mc_samples", n_mc_samples, 1),
+                             ("burn_in", burn_in, 0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+    if burn_in >= n_steps:
+        raise ValueError(f"burn_in must be smaller than n_steps={n_steps} (the recording "
+                         f"window would be empty), got {burn_in}.")
 
 
 class _Block:
@@ -84,6 +119,9 @@ class _Engine:
                  sampling_rate, n_steps, burn_in, learning_rate, learning_rate_scale,
                  n_mc_samples, preconditioner, init_mean, init_scale, record_trace,
                  return_diagnostics, step_scales=None, step_matrix=None, n_runs=None):
+        _check_settings(noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+                        sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
+                        n_mc_samples=n_mc_samples)
         self.model = model
         self.step_matrix = (None if step_matrix is None else _StepMatrix(
             step_matrix, burn_in=burn_in, n_steps=n_steps, record_trace=record_trace,
@@ -382,16 +420,27 @@ def _run(model, data, device, random_state, verbose, **settings):
                 torch.empty((index.shape[1], *a.shape[1:]), dtype=a.dtype, device=a.device)
                 for a in columns))
 
-        def step(j, phi):
-            rows = index[j, : sizes[j]]
+        def gathered_sum(phi, j, rows):
             if columns is not None:
-                batch = tuple(torch.index_select(a, 0, rows, out=out[: sizes[j]])
+                batch = tuple(torch.index_select(a, 0, rows, out=out[: len(rows)])
                               for a, out in zip(columns, buffers["out"]))
             else:
                 batch = data.gather(rows)
                 if sq_norms is not None:
                     batch = (*batch, sq_norms.index_select(0, rows))
-            return (*engine.clipped_sum(phi, eps[j], None, *batch), None)
+            return engine.clipped_sum(phi, eps[j], None, *batch)
+
+        def step(j, phi):
+            rows = index[j, : sizes[j]]
+            if columns is not None or sizes[j] <= _STEP_CHUNK_ROWS:
+                return (*gathered_sum(phi, j, rows), None)
+            # a large batch, chunk by chunk: the same sum, O(chunk) temporaries
+            parts = [gathered_sum(phi, j, rows[start: start + _STEP_CHUNK_ROWS])
+                     for start in range(0, sizes[j], _STEP_CHUNK_ROWS)]
+            total = parts[0][0]
+            for part in parts[1:]:
+                total = total + part[0]
+            return total, torch.cat([norms for _, norms in parts]), None
 
         return block.noise, step
 

@@ -90,11 +90,14 @@ def _poisson_block(n_examples, sampling_rate, n_steps, generator, device="cpu", 
     small = torch.int32 if n_examples < 2**30 else torch.int64
     positions = torch.empty((n_steps, chunk), dtype=small, device=device)
     rows = max(1, _GAP_ELEMENTS // chunk)
+    # one buffer of gaps, summed in place and copied into the positions: no temporaries
+    # per piece (the draws run in a second thread, whose freed blocks malloc keeps)
+    gaps = torch.empty((min(rows, n_steps), chunk), dtype=torch.float64, device=device)
     for start in range(0, n_steps, rows):
         stop = min(start + rows, n_steps)
-        gaps = torch.empty((stop - start, chunk), dtype=torch.float64, device=device)
-        gaps.geometric_(sampling_rate, generator=generator)
-        positions[start:stop] = torch.cumsum(gaps, 1).to(torch.int64) - 1
+        piece = gaps[: stop - start].geometric_(sampling_rate, generator=generator)
+        torch.cumsum(piece, 1, out=piece)
+        positions[start:stop].copy_(piece).sub_(1)
     end = torch.full((n_steps, 1), n_examples, dtype=small, device=device)
     counts = torch.searchsorted(positions, end).squeeze(1)
     full = torch.nonzero(counts == chunk).squeeze(1).tolist()

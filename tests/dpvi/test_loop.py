@@ -188,3 +188,21 @@ def test_step_matrix_is_validated():
     for bad in (np.eye(5), np.full((6, 6), np.nan)):
         with pytest.raises(ValueError, match="step_matrix"):
             run_dpvi(model, (X, y), step_matrix=lambda a, b, m=bad: m, **kwargs)
+
+
+@pytest.mark.parametrize("bad, name", [
+    (dict(n_steps=0), "n_steps"), (dict(n_steps=50.0), "n_steps"),
+    (dict(burn_in=-1), "burn_in"), (dict(burn_in=50), "burn_in"),
+    (dict(sampling_rate=0.0), "sampling_rate"), (dict(sampling_rate=1.5), "sampling_rate"),
+    (dict(clip_norm=0.0), "clip_norm"), (dict(clip_norm=float("inf")), "clip_norm"),
+    (dict(noise_multiplier=-1.0), "noise_multiplier"),
+    (dict(noise_multiplier=float("nan")), "noise_multiplier"),
+    (dict(n_mc_samples=0), "n_mc_samples"),
+])
+def test_run_settings_out_of_range_raise_naming_the_setting(bad, name):
+    # the engine is public: bad settings must not crash deep inside (a ZeroDivisionError
+    # for n_steps=0, an AttributeError when the recording window is empty) or run
+    # silently (a negative clip norm flips the clipped gradients)
+    X, y, model, kwargs = _logistic_run_setup(200, 2, n_steps=50, burn_in=10)
+    with pytest.raises(ValueError, match=name):
+        run_dpvi(model, (X, y), **dict(kwargs, **bad))

@@ -87,3 +87,20 @@ def test_large_data_draw_fewer_steps_at_once():
     assert _block_steps(10**6, 0.02, 10_000) == 25
     assert _block_steps(10**6, 0.02, 10_000) * _chunk(10**6, 0.02) <= _LARGE_BLOCK_ELEMENTS
     assert _block_steps(10**7, 0.1, 10_000) == 1
+
+
+def test_positions_are_the_cumulative_sums_of_the_geometric_gaps():
+    # The block's positions are summed in place into one reused buffer (no per-piece
+    # temporaries); they are still the cumulative gaps minus one, from the same draws.
+    from skdpvi.dpvi.sampling import _chunk, _poisson_block
+
+    n, q, steps = 2000, 0.1, 9
+    index, counts = _poisson_block(n, q, steps, torch.Generator().manual_seed(7))
+    generator = torch.Generator().manual_seed(7)
+    gaps = torch.empty((steps, _chunk(n, q)), dtype=torch.float64).geometric_(
+        q, generator=generator)
+    expected = torch.cumsum(gaps, 1).to(torch.int64) - 1
+    for t in range(steps):
+        torch.testing.assert_close(index[t, : counts[t]].long(), expected[t, : counts[t]],
+                                   rtol=0, atol=0)
+        assert counts[t] == int((expected[t] < n).sum())
