@@ -1,4 +1,4 @@
-"""How many threads torch may use while DP-SGD runs.
+"""How many threads torch, and NumPy's BLAS, may use while DP-SGD runs.
 
 A DP-SGD step is a few dozen tensor operations; split over several threads, every one
 of them ends at a barrier where the threads wait for each other. On a machine whose
@@ -10,6 +10,13 @@ on the same busy machine (doc/performance.rst, "Threads"). So the engine runs on
 thread, unless told otherwise by its ``n_threads`` argument or, for the estimators,
 by the environment variable ``SKDPVI_NUM_THREADS``; the caller's setting is restored
 afterwards. Parallelism across fits (joblib, dask) uses the other cores.
+
+NumPy's BLAS gets the same limit for the run (through threadpoolctl): the linear
+estimator's step matrix solves small regressions (78 x 78 for ten features) inside
+the loop while the draw thread runs, and OpenBLAS's two threads on a 2-core machine
+made them 10-40x slower (one default 10-D linear fit: 8.4-8.7 s with two BLAS threads,
+5.9-7.1 s with one; doc/performance.rst, "Threads"). joblib's workers already run on
+one BLAS thread each.
 """
 
 import os
@@ -17,9 +24,10 @@ import threading
 from contextlib import contextmanager
 
 import torch
+from threadpoolctl import ThreadpoolController
 
 _lock = threading.Lock()
-_state = {"users": 0, "saved": None}
+_state = {"users": 0, "saved": None, "blas": None}
 
 
 def _resolve_threads(n_threads):
@@ -37,9 +45,35 @@ def _resolve_threads(n_threads):
     return value
 
 
+def _blas_limiter(n_threads):
+    """Limit NumPy's and SciPy's BLAS to ``n_threads``; ``.restore_original_limits()``
+    undoes it.
+
+    Scoped to the BLAS libraries: ``threadpoolctl.threadpool_limits(user_api="blas")``
+    would restore *every* library on exit, torch's OpenMP included, to its value when
+    the limit was set, which left torch's OpenMP and MKL thread counts disagreeing
+    after a fit (the next fit's small operations 2x slower, measured).
+    """
+    return ThreadpoolController().select(user_api="blas").limit(limits=n_threads)
+
+
+@contextmanager
+def limit_blas_threads(n_threads=1):
+    """Run the block with NumPy's and SciPy's BLAS on ``n_threads`` threads.
+
+    Small matrices gain nothing from a second BLAS thread, and on a busy machine its
+    spinning costs 10-100x (doc/performance.rst, "Threads").
+    """
+    limiter = _blas_limiter(n_threads)
+    try:
+        yield
+    finally:
+        limiter.restore_original_limits()
+
+
 @contextmanager
 def _limit_threads(n_threads):
-    """Let torch use ``n_threads`` threads in the block.
+    """Let torch and NumPy's BLAS use ``n_threads`` threads in the block.
 
     Runs in several Python threads at once share the setting: the first to enter
     sets it, the last to leave restores the caller's.
@@ -49,11 +83,15 @@ def _limit_threads(n_threads):
             _state["saved"] = torch.get_num_threads()
             if _state["saved"] != n_threads:
                 torch.set_num_threads(n_threads)
+            _state["blas"] = _blas_limiter(n_threads)
         _state["users"] += 1
     try:
         yield
     finally:
         with _lock:
             _state["users"] -= 1
-            if _state["users"] == 0 and torch.get_num_threads() != _state["saved"]:
-                torch.set_num_threads(_state["saved"])
+            if _state["users"] == 0:
+                if torch.get_num_threads() != _state["saved"]:
+                    torch.set_num_threads(_state["saved"])
+                _state["blas"].restore_original_limits()
+                _state["blas"] = None

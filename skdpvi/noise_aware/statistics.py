@@ -50,9 +50,9 @@ uncertainty, the model does not describe the trace (clipping, a transient) and a
 import warnings
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..dpvi.mechanism import group_clip_norms
+from ..dpvi.threads import limit_blas_threads
 from ..exceptions import IdentifiabilityWarning
 from ..models.clipping_correction import clipping_correction
 from .convergence import _statistics_split_check
@@ -129,7 +129,7 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}.")
     # small matrices: one BLAS thread; more only oversubscribe a busy machine (100x
     # slower measured for a 78 x 78 eigh with another job running)
-    with threadpool_limits(limits=1):
+    with limit_blas_threads(1):
         return _statistics_posterior(result, data_statistics, n_components, random_state,
                                      n_proposals, check)
 

@@ -73,3 +73,37 @@ def test_concurrent_runs_restore_the_setting_when_the_last_one_ends(two_threads)
     for w in workers:
         w.join()
     assert torch.get_num_threads() == 2 and threads._state["users"] == 0
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_runs_limit_numpys_blas_and_leave_torchs_openmp_as_they_found_it(two_threads,
+                                                                         monkeypatch):
+    # NumPy's BLAS runs on the run's thread count inside (the step matrix's small
+    # regressions), and afterwards every library, torch's OpenMP included, is as before:
+    # a limiter that restored all libraries reset torch's OpenMP to the run's 1 and
+    # left it disagreeing with torch's own count (the next fit 2x slower)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        blas_before = _blas_threads()
+        inside = []
+        original = loop._run
+
+        def spy(*args, **kwargs):
+            inside.append(_blas_threads())
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(loop, "_run", spy)
+        for _ in range(2):
+            run_dpvi(LinearRegressionModel(2), _data(), **KWARGS)
+            assert torch.get_num_threads() == 2
+            assert _blas_threads() == blas_before
+        assert inside and all(counts and set(counts) == {1} for counts in inside)
+    with threads.limit_blas_threads(1):
+        assert set(_blas_threads()) == {1} and torch.get_num_threads() == 2
+    assert torch.get_num_threads() == 2
