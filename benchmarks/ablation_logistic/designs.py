@@ -423,8 +423,43 @@ def dense_posterior(result, model, X, variant, n_draws, rng):
     return GaussianComponents(means, np.linalg.cholesky(0.5 * (comp_cov + comp_cov.T)))
 
 
+#: Unit vectors of directions along which the design's likelihood is exactly flat
+#: (set by main for the correlated design: its one-hot block beside the intercept).
+FLAT_DIRECTIONS = None
+
+
+def correlated_flat_directions(model):
+    """The correlated design's flat direction: every one-hot coefficient up, the
+    intercept down by the same amount (each row holds exactly one category)."""
+    from logistic_correlated import N_CATEGORIES, N_GAUSSIAN
+
+    v = np.zeros((1, model.n_params))
+    v[0, N_GAUSSIAN:N_GAUSSIAN + N_CATEGORIES] = 1.0
+    v[0, -1] = -1.0
+    return v / np.linalg.norm(v)
+
+
+def prior_along_flat(draws, directions, prior_scale, rng):
+    """Draws with their component along the flat directions replaced by the prior's.
+
+    With an isotropic Gaussian prior and a likelihood that is constant along the
+    directions F, the posterior factorises into the posterior of the orthogonal part
+    and N(0, prior_scale^2) along F: exact, whatever the trace did along F.
+    """
+    Q, _ = np.linalg.qr(np.asarray(directions, float).T)  # orthonormal basis of F
+    along = draws @ Q
+    fresh = prior_scale * rng.standard_normal(along.shape)
+    return draws + (fresh - along) @ Q.T
+
+
 def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
     """Unconstrained posterior draws of one run by one backend."""
+    if method.endswith("+flat"):
+        if FLAT_DIRECTIONS is None:
+            raise ValueError("+flat needs a design with known flat directions (correlated)")
+        draws = posterior_draws(result, model, n_examples, method[:-5], n_draws, X)
+        return prior_along_flat(draws, FLAT_DIRECTIONS, model.prior_scale,
+                                np.random.default_rng(1))
     if method.endswith("+dense") or method.endswith("+dense+probit"):
         from skdpvi.noise_aware import linear_response_posterior
 
@@ -526,7 +561,9 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
                                                           unconstrained=True)
 
 
-def one_batch(seeds, simulate, model, n_examples, settings, methods):
+def one_batch(seeds, simulate, model, n_examples, settings, methods, flat=None):
+    global FLAT_DIRECTIONS
+    FLAT_DIRECTIONS = flat
     torch.set_num_threads(1)
     sims = [simulate(np.random.default_rng(s)) for s in seeds]
     runs = run_dpvi_batched(model, [(X, y) for X, y, _ in sims], random_states=seeds,
@@ -602,7 +639,7 @@ def main():
         n_examples=n_examples, record_trace=any(m == "statistics" or ("+" in m and not m.endswith("+coupled") and "+hess" not in m
                          and not m.startswith("dense+")
                          and not m.endswith("+dense"))
-                         for m in args.methods))
+                         for m in (m.removesuffix("+flat") for m in args.methods)))
     if args.step_matrix is not None:
         from skdpvi.noise_aware import recording_step_matrix
 
@@ -621,7 +658,9 @@ def main():
     chunks = [seeds[i:i + 25] for i in range(0, args.k, 25)]
     start = time.perf_counter()
     out = Parallel(n_jobs=args.n_jobs)(
-        delayed(one_batch)(c, simulate, model, n_examples, settings, args.methods)
+        delayed(one_batch)(c, simulate, model, n_examples, settings, args.methods,
+                           correlated_flat_directions(model)
+                           if args.design == "correlated" else None)
         for c in chunks)
     out = [o for part in out for o in part]
     theta = np.array([o[1] for o in out])

@@ -162,6 +162,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
             diagnostics = {**diagnostics, **extra}
             what = ("draws of phi*" if self.posterior_.method == self.inference
                     else f"{self.posterior_.method} mixture components")
+        self.posterior_ = self._finish_posterior(self.posterior_, model)
         _progress(verbose, 1, f"post-processing: inference={self.inference!r}, "
                               f"{int(self.n_posterior_samples)} {what} "
                               f"({time.perf_counter() - start:.1f} s)")
@@ -241,6 +242,11 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         remodel them), and diagnostics to add to the backend's."""
         return NoiseAwarePosterior(phi_star, model, self.inference), {}
 
+    def _finish_posterior(self, posterior, model):
+        """The posterior after what a subclass knows beyond the trace (public facts
+        of the model or the schema); by default the posterior itself."""
+        return posterior
+
     def _batch_fit_supported(self):
         """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass
         outside skdpvi overrides the fitting."""
@@ -248,7 +254,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         return all(getattr(cls, name).__module__.startswith("skdpvi.linear_model")
                    for name in ("fit", "_fit", "_fit_inputs", "_fit_from_result",
                                 "_engine_settings", "_step_matrix", "_phi_star_backend",
-                                "_posterior_from_draws"))
+                                "_posterior_from_draws", "_finish_posterior"))
 
     def _named_params(self, model_names):
         """The model's parameter names, ``coef[j]`` renamed ``coef[<feature j>]``.

@@ -9,6 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 
 from ..models import LogisticRegressionModel
 from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
+                           onehot_flat_directions, prior_along_flat_directions,
                            remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
 from ._base import _BaseDPBayesianRegression
@@ -114,6 +115,21 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         coefficient vector in the recording window (few rows per coefficient), an
         inward lag of about the same size offsets the bias, and removing only the
         bias is worse (results page).
+    onehot_blocks : sequence of sequences of int, default=None
+        Column indices of each categorical feature that X one-hot encodes with all
+        its categories, so that every row has exactly one 1 in each block (e.g. a
+        ``OneHotEncoder`` without ``drop`` and with ``handle_unknown="error"``): a
+        fact of the public schema. The likelihood is then flat along the directions
+        that raise a block's coefficients and lower the intercept (or another
+        block's) by as much, and the exact posterior along them is the prior's; the
+        trace cannot show it (DP-SGD's means random-walk there, restrained by the
+        prior alone), so the posterior's components get the prior along those
+        directions and keep the rest
+        (:func:`~skdpvi.noise_aware.prior_along_flat_directions`). Post-processing
+        only (no privacy cost); the predictions of rows that obey the schema do not
+        change, the intervals of the block's coefficients and the intercept do
+        (results page). ``fit`` checks that the block's columns of X are 0/1 with
+        one 1 per row.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept.
     fit_intercept : bool, default=True
@@ -183,8 +199,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
                  burn_in=0.2, inference="emcee", n_posterior_samples=1000,
-                 error_model="diagonal", wander_correction="none", prior_scale=1.0,
-                 fit_intercept=True, device="cpu", random_state=None, verbose=0):
+                 error_model="diagonal", wander_correction="none", onehot_blocks=None,
+                 prior_scale=1.0, fit_intercept=True, device="cpu", random_state=None,
+                 verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
@@ -197,6 +214,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         )
         self.error_model = error_model
         self.wander_correction = wander_correction
+        self.onehot_blocks = onehot_blocks
         self.prior_scale = prior_scale
 
     @staticmethod
@@ -221,7 +239,44 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                 raise ValueError(
                     f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
                     f"'exact' or 'laplace', got inference={self.inference!r}.")
+        self._onehot_blocks(n_features)  # validated before the budget is spent
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
+
+    def _onehot_blocks(self, n_features):
+        """``onehot_blocks`` as a list of int arrays, validated against n_features."""
+        if self.onehot_blocks is None:
+            return []
+        blocks, seen = [], set()
+        try:
+            if isinstance(self.onehot_blocks, str):
+                raise TypeError
+            raw = [np.asarray(block) for block in self.onehot_blocks]
+        except TypeError:
+            raise ValueError("onehot_blocks must be a sequence of sequences of column "
+                             f"indices, got {self.onehot_blocks!r}.") from None
+        for block in raw:
+            if (block.ndim != 1 or len(block) < 2 or block.dtype.kind not in "iu"
+                    or len(np.unique(block)) != len(block)):
+                raise ValueError("each block of onehot_blocks must list at least two "
+                                 f"distinct integer column indices, got {block.tolist()!r}.")
+            if block.min() < 0 or block.max() >= n_features:
+                raise ValueError(f"onehot_blocks refers to column {int(block.max())} "
+                                 f"outside the {n_features} columns of X.")
+            if seen & set(block.tolist()):
+                raise ValueError("onehot_blocks must not share columns; column(s) "
+                                 f"{sorted(seen & set(block.tolist()))} are in two blocks.")
+            seen |= set(block.tolist())
+            blocks.append(block.astype(int))
+        return blocks
+
+    def _finish_posterior(self, posterior, model):
+        blocks = self._onehot_blocks(model.n_features)
+        directions = onehot_flat_directions(blocks, model.n_features, self.fit_intercept)
+        if not len(directions):
+            return posterior
+        components = prior_along_flat_directions(posterior.components, directions,
+                                                 self.prior_scale)
+        return NoiseAwarePosterior.from_components(components, model, posterior.method)
 
     def _phi_star_backend(self):
         # the dense model draws the means itself: the cheap backend only runs the
@@ -299,12 +354,24 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                 f"{y_type} ({len(np.unique(y))} classes); DPBayesianLogisticRegression "
                 "needs a binary target."
             )
+        self._check_onehot_rows(X)
         self.classes_, y01 = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
                 "y contains only one class; the classifier needs 2 classes to fit."
             )
         return X, y01.astype(np.float32)
+
+    def _check_onehot_rows(self, X):
+        """Every block of ``onehot_blocks`` holds 0/1 with exactly one 1 per row (an
+        input check, like the check for NaN: the fit releases nothing if it fails)."""
+        for block in self._onehot_blocks(X.shape[1]):
+            part = X[:, block]
+            part = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
+            if not (np.isin(part, (0, 1)).all() and (part.sum(1) == 1).all()):
+                raise ValueError(
+                    f"onehot_blocks: columns {block.tolist()} of X must be 0 or 1 with "
+                    "exactly one 1 in every row (a one-hot encoding of all categories).")
 
     def _draw_logits(self, X):
         X = self._check_X(X)
