@@ -15,8 +15,6 @@ or for runs in lockstep (:mod:`~skdpvi.dpvi.batched`), which differ from a singl
 run only in how they draw their random numbers and gather their batches.
 """
 
-import math
-import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -31,6 +29,7 @@ from .schedule import _schedule
 from .statistics import _TraceRecorder
 from .step_matrix import _StepMatrix
 from .threads import _limit_threads, _resolve_threads
+from .validation import _check_settings
 
 __all__ = ["run_dpvi"]
 
@@ -60,33 +59,6 @@ def _progress_bar(verbose, n_steps, desc="DP-SGD"):
     from tqdm.auto import tqdm
 
     return tqdm(total=n_steps, desc=desc, unit="step", mininterval=0.5)
-
-
-def _check_settings(*, noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in,
-                    n_mc_samples):
-    """Raise a ValueError naming the first setting of a run that is out of range."""
-    def number(name, value):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a number, got {value!r}.") from None
-        if not math.isfinite(value):
-            raise ValueError(f"{name} must be finite, got {value}.")
-        return value
-
-    if number("noise_multiplier", noise_multiplier) < 0:
-        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier}.")
-    if number("clip_norm", clip_norm) <= 0:
-        raise ValueError(f"clip_norm must be > 0, got {clip_norm}.")
-    if not 0 < number("sampling_rate", sampling_rate) <= 1:
-        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}.")
-    for name, value, low in (("n_steps", n_steps, 1), ("n_mc_samples", n_mc_samples, 1),
-                             ("burn_in", burn_in, 0)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
-    if burn_in >= n_steps:
-        raise ValueError(f"burn_in must be smaller than n_steps={n_steps} (the recording "
-                         f"window would be empty), got {burn_in}.")
 
 
 class _Block:

@@ -11,6 +11,7 @@ from ..models import LogisticRegressionModel
 from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
                            onehot_flat_directions, prior_along_flat_directions,
                            remove_wander_bias)
+from ..noise_aware.flat_directions import check_onehot_rows, validate_onehot_blocks
 from ..posterior import NoiseAwarePosterior
 from ._base import _BaseDPBayesianRegression
 
@@ -244,30 +245,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
 
     def _onehot_blocks(self, n_features):
         """``onehot_blocks`` as a list of int arrays, validated against n_features."""
-        if self.onehot_blocks is None:
-            return []
-        blocks, seen = [], set()
-        try:
-            if isinstance(self.onehot_blocks, str):
-                raise TypeError
-            raw = [np.asarray(block) for block in self.onehot_blocks]
-        except TypeError:
-            raise ValueError("onehot_blocks must be a sequence of sequences of column "
-                             f"indices, got {self.onehot_blocks!r}.") from None
-        for block in raw:
-            if (block.ndim != 1 or len(block) < 2 or block.dtype.kind not in "iu"
-                    or len(np.unique(block)) != len(block)):
-                raise ValueError("each block of onehot_blocks must list at least two "
-                                 f"distinct integer column indices, got {block.tolist()!r}.")
-            if block.min() < 0 or block.max() >= n_features:
-                raise ValueError(f"onehot_blocks refers to column {int(block.max())} "
-                                 f"outside the {n_features} columns of X.")
-            if seen & set(block.tolist()):
-                raise ValueError("onehot_blocks must not share columns; column(s) "
-                                 f"{sorted(seen & set(block.tolist()))} are in two blocks.")
-            seen |= set(block.tolist())
-            blocks.append(block.astype(int))
-        return blocks
+        return validate_onehot_blocks(self.onehot_blocks, n_features)
 
     def _finish_posterior(self, posterior, model):
         blocks = self._onehot_blocks(model.n_features)
@@ -354,24 +332,13 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                 f"{y_type} ({len(np.unique(y))} classes); DPBayesianLogisticRegression "
                 "needs a binary target."
             )
-        self._check_onehot_rows(X)
+        check_onehot_rows(X, self._onehot_blocks(X.shape[1]))
         self.classes_, y01 = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
                 "y contains only one class; the classifier needs 2 classes to fit."
             )
         return X, y01.astype(np.float32)
-
-    def _check_onehot_rows(self, X):
-        """Every block of ``onehot_blocks`` holds 0/1 with exactly one 1 per row (an
-        input check, like the check for NaN: the fit releases nothing if it fails)."""
-        for block in self._onehot_blocks(X.shape[1]):
-            part = X[:, block]
-            part = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
-            if not (np.isin(part, (0, 1)).all() and (part.sum(1) == 1).all()):
-                raise ValueError(
-                    f"onehot_blocks: columns {block.tolist()} of X must be 0 or 1 with "
-                    "exactly one 1 in every row (a one-hot encoding of all categories).")
 
     def _draw_logits(self, X):
         X = self._check_X(X)

@@ -26,6 +26,54 @@ from ..models.components import GaussianComponents, MeanFieldComponents
 __all__ = ["onehot_flat_directions", "prior_along_flat_directions"]
 
 
+def validate_onehot_blocks(blocks, n_features):
+    """``blocks`` (an estimator's ``onehot_blocks``) as a list of int arrays.
+
+    Raises a ValueError naming ``onehot_blocks`` unless every block lists at least
+    two distinct integer columns of the ``n_features`` and no column is in two
+    blocks; None gives no blocks.
+    """
+    if blocks is None:
+        return []
+    out, seen = [], set()
+    try:
+        if isinstance(blocks, str):
+            raise TypeError
+        raw = [np.asarray(block) for block in blocks]
+    except TypeError:
+        raise ValueError("onehot_blocks must be a sequence of sequences of column "
+                         f"indices, got {blocks!r}.") from None
+    for block in raw:
+        if (block.ndim != 1 or len(block) < 2 or block.dtype.kind not in "iu"
+                or len(np.unique(block)) != len(block)):
+            raise ValueError("each block of onehot_blocks must list at least two "
+                             f"distinct integer column indices, got {block.tolist()!r}.")
+        if block.min() < 0 or block.max() >= n_features:
+            raise ValueError(f"onehot_blocks refers to column {int(block.max())} "
+                             f"outside the {n_features} columns of X.")
+        shared = seen & set(block.tolist())
+        if shared:
+            raise ValueError("onehot_blocks must not share columns; column(s) "
+                             f"{sorted(shared)} are in two blocks.")
+        seen |= set(block.tolist())
+        out.append(block.astype(int))
+    return out
+
+
+def check_onehot_rows(X, blocks):
+    """Raise a ValueError unless every block's columns of X are 0/1 with one 1 per row.
+
+    An input check, like the check for NaN: a fit that fails it releases nothing.
+    """
+    for block in blocks:
+        part = X[:, block]
+        part = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
+        if not (np.isin(part, (0, 1)).all() and (part.sum(1) == 1).all()):
+            raise ValueError(
+                f"onehot_blocks: columns {block.tolist()} of X must be 0 or 1 with "
+                "exactly one 1 in every row (a one-hot encoding of all categories).")
+
+
 def onehot_flat_directions(blocks, n_features, fit_intercept=True):
     """Orthonormal basis of the directions along which one-hot blocks leave logits fixed.
 

@@ -1,0 +1,39 @@
+"""Checks of a run's settings, before anything is drawn or spent.
+
+The engine is public (:func:`~skdpvi.dpvi.run_dpvi`, :func:`~skdpvi.dpvi.run_dpvi_batched`):
+a bad setting must raise a ValueError that names it, not crash deep in the loop (a
+ZeroDivisionError for ``n_steps=0``, an AttributeError for an empty recording window)
+or run silently (a negative clip norm flips the clipped gradients).
+"""
+
+import math
+import numbers
+
+__all__ = []
+
+
+def _check_settings(*, noise_multiplier, clip_norm, sampling_rate, n_steps, burn_in,
+                    n_mc_samples):
+    """Raise a ValueError naming the first setting of a run that is out of range."""
+    def number(name, value):
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, got {value!r}.") from None
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value}.")
+        return value
+
+    if number("noise_multiplier", noise_multiplier) < 0:
+        raise ValueError(f"noise_multiplier must be >= 0, got {noise_multiplier}.")
+    if number("clip_norm", clip_norm) <= 0:
+        raise ValueError(f"clip_norm must be > 0, got {clip_norm}.")
+    if not 0 < number("sampling_rate", sampling_rate) <= 1:
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}.")
+    for name, value, low in (("n_steps", n_steps, 1), ("n_mc_samples", n_mc_samples, 1),
+                             ("burn_in", burn_in, 0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+    if burn_in >= n_steps:
+        raise ValueError(f"burn_in must be smaller than n_steps={n_steps} (the recording "
+                         f"window would be empty), got {burn_in}.")
