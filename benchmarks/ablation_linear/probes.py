@@ -22,7 +22,10 @@ Configurations (``y = X w + b + N(0, sigma^2)``, ``sigma^2 ~ InvGamma(shape, sca
   (the means' relaxation rate per step grows with N);
 - ``n50k_rho0.9``: 10 features with equicorrelation 0.9, N = 50,000;
 - ``d30_rho0.9_n20k``: 30 features with equicorrelation 0.9, N = 20,000 (more than 20
-  features: no step matrix).
+  features: no step matrix);
+- ``onehot``: 3 Gaussian features and a one-hot block of 4 categories beside the
+  intercept, N = 5,000 (the likelihood is flat along the block-up, intercept-down
+  direction; its z-score is printed as ``flat``).
 
 Usage (from ``benchmarks/``)::
 
@@ -46,8 +49,9 @@ class Simulator:
     """theta = (w, b, sigma^2) from the prior, then (X, y); picklable for joblib."""
 
     def __init__(self, n, d, *, scales=None, shift=0.0, weight_scale=2.0, shape=20.0,
-                 scale=0.5, rho=0.0):
+                 scale=0.5, rho=0.0, categories=0):
         self.n, self.d, self.shift, self.rho = n, d, shift, rho
+        self.categories = categories  # a one-hot block of this many last columns
         self.scales = np.ones(d) if scales is None else np.asarray(scales, float)
         self.weight_scale, self.shape, self.scale = weight_scale, shape, scale
 
@@ -57,6 +61,9 @@ class Simulator:
         z = rng.standard_normal((self.n, self.d))
         X = np.sqrt(1 - self.rho) * z + np.sqrt(self.rho) * rng.standard_normal((self.n, 1))
         X = X * self.scales + self.shift
+        if self.categories:
+            X[:, -self.categories:] = np.eye(self.categories)[
+                rng.integers(self.categories, size=self.n)]
         y = X @ w[:-1] + w[-1] + rng.normal(0.0, np.sqrt(var), self.n)
         return np.r_[w, var], X, y
 
@@ -81,6 +88,7 @@ CONFIGS = {
     "n30k": (Simulator(30_000, 10), {}),
     "n50k_rho0.9": (Simulator(50_000, 10, rho=0.9), {}),
     "d30_rho0.9_n20k": (Simulator(20_000, 30, rho=0.9), {}),
+    "onehot": (Simulator(5000, 7, categories=4), {}),
     "noise_vague": (Simulator(3000, 4, shape=3.0, scale=2.0),
                     dict(prior_noise_shape=3.0, prior_noise_scale=2.0)),
 }
@@ -117,6 +125,13 @@ def main():
           f"(calibrated: {floor:.3f}, 90 % {low:.3f}-{high:.3f})")
     with np.printoptions(precision=2, suppress=True, linewidth=120):
         print(f"  z mean {z.mean(0)}\n  z sd   {z.std(0)}")
+        if simulator.categories:  # the flat direction: the block up, the intercept down
+            v = np.zeros(theta.shape[1])
+            v[simulator.d - simulator.categories:simulator.d] = 1.0
+            v[simulator.d] = -1.0
+            along = draws @ v
+            zf = (along.mean(1) - theta @ v) / along.std(1)
+            print(f"  flat direction: z mean {zf.mean():.2f}, sd {zf.std():.2f}")
     if args.save:
         np.savez(os.path.expanduser(args.save), draws=draws, theta=theta)
 

@@ -36,7 +36,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..dpvi import run_dpvi, run_dpvi_batched
-from ..noise_aware import sample_phi_star, statistics_posterior
+from ..noise_aware import (FlatPriorComponents, onehot_flat_directions, sample_phi_star,
+                           statistics_posterior)
+from ..noise_aware.flat_directions import check_onehot_rows, validate_onehot_blocks
 from ..noise_aware.statistics_sampling import NoValidDraws
 from ..posterior import NoiseAwarePosterior
 from ._reporting import _describe_diagnostics, _progress
@@ -99,7 +101,12 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                 f"Found n_samples={X.shape[0]}: one sample cannot be fitted; "
                 "at least 2 are needed."
             )
+        check_onehot_rows(X, self._onehot_blocks(X.shape[1]))
         return X, y
+
+    def _onehot_blocks(self, n_features):
+        """``onehot_blocks`` as a list of int arrays, validated against n_features."""
+        return validate_onehot_blocks(self.onehot_blocks, n_features)
 
     # --------------------------------------------------------------------- fitting
 
@@ -243,9 +250,23 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         return NoiseAwarePosterior(phi_star, model, self.inference), {}
 
     def _finish_posterior(self, posterior, model):
-        """The posterior after what a subclass knows beyond the trace (public facts
-        of the model or the schema); by default the posterior itself."""
-        return posterior
+        """The posterior with the prior along the directions ``onehot_blocks`` leave
+        the likelihood flat in (:mod:`skdpvi.noise_aware.flat_directions`), or the
+        posterior itself without blocks."""
+        directions = onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
+                                            self.n_features_in_, self.fit_intercept)
+        if not len(directions):
+            return posterior
+        # the coefficients and the intercept come first; other parameters are untouched
+        directions = np.pad(directions, ((0, 0), (0, model.n_params - directions.shape[1])))
+        components = FlatPriorComponents(posterior.components, directions,
+                                         self._flat_prior_sd())
+        return NoiseAwarePosterior.from_components(components, model, posterior.method)
+
+    def _flat_prior_sd(self):
+        """The prior sd of the coefficients and the intercept: a float, or a function
+        of the unconstrained draws (see :class:`~skdpvi.noise_aware.FlatPriorComponents`)."""
+        raise NotImplementedError
 
     def _batch_fit_supported(self):
         """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass

@@ -126,6 +126,17 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         guess ``s0`` of the residual sd, ``prior_noise_scale = s0**2 *
         (prior_noise_shape - 1)``; a shape of 3-5 for a rough guess. The user
         guide ("Scaling the target and choosing the priors") gives the recipe.
+    onehot_blocks : sequence of sequences of int, default=None
+        Column indices of each categorical feature that X one-hot encodes with all
+        its categories (exactly one 1 per row in each block: a fact of the public
+        schema). The likelihood is flat along the directions that raise a block's
+        coefficients and lower the intercept (or another block's) by as much, and
+        their exact posterior is the prior's, N(0, (w sigma)^2) given sigma^2; the
+        released trace cannot show it, so the posterior's draws take the prior
+        along those directions and keep the rest
+        (:class:`~skdpvi.noise_aware.FlatPriorComponents`; post-processing, no
+        privacy cost; predictions of rows that obey the schema do not change).
+        ``fit`` checks that the blocks' columns are 0/1 with one 1 per row.
     fit_intercept : bool, default=True
     device : str, default="cpu"
     random_state : int, RandomState instance or None, default=None
@@ -180,8 +191,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
                  burn_in=0.2, mean_preconditioning="auto", inference="statistics",
                  n_posterior_samples=1000, prior_weight_scale=2.0, prior_noise_shape=20.0,
-                 prior_noise_scale=0.5, fit_intercept=True, device="cpu", random_state=None,
-                 verbose=0):
+                 prior_noise_scale=0.5, onehot_blocks=None, fit_intercept=True, device="cpu",
+                 random_state=None, verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
@@ -196,6 +207,13 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         self.prior_weight_scale = prior_weight_scale
         self.prior_noise_shape = prior_noise_shape
         self.prior_noise_scale = prior_noise_scale
+        self.onehot_blocks = onehot_blocks
+
+    def _flat_prior_sd(self):
+        # coefficients | sigma^2 ~ N(0, (w sigma)^2): the sd of each draw's own sigma^2
+        # (its last, unconstrained coordinate)
+        scale = float(self.prior_weight_scale)
+        return lambda draws: scale * np.sqrt(np.logaddexp(0.0, draws[:, -1]))
 
     def _step_matrix(self, engine, n_samples):
         """The engine's ``step_matrix`` under ``mean_preconditioning`` (or None)."""

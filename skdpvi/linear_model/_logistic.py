@@ -9,9 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 
 from ..models import LogisticRegressionModel
 from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
-                           onehot_flat_directions, prior_along_flat_directions,
                            remove_wander_bias)
-from ..noise_aware.flat_directions import check_onehot_rows, validate_onehot_blocks
 from ..posterior import NoiseAwarePosterior
 from ._base import _BaseDPBayesianRegression
 
@@ -126,7 +124,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         trace cannot show it (DP-SGD's means random-walk there, restrained by the
         prior alone), so the posterior's components get the prior along those
         directions and keep the rest
-        (:func:`~skdpvi.noise_aware.prior_along_flat_directions`). Post-processing
+        (:class:`~skdpvi.noise_aware.FlatPriorComponents`). Post-processing
         only (no privacy cost); the predictions of rows that obey the schema do not
         change, the intervals of the block's coefficients and the intercept do
         (results page). ``fit`` checks that the block's columns of X are 0/1 with
@@ -240,21 +238,10 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                 raise ValueError(
                     f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
                     f"'exact' or 'laplace', got inference={self.inference!r}.")
-        self._onehot_blocks(n_features)  # validated before the budget is spent
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
 
-    def _onehot_blocks(self, n_features):
-        """``onehot_blocks`` as a list of int arrays, validated against n_features."""
-        return validate_onehot_blocks(self.onehot_blocks, n_features)
-
-    def _finish_posterior(self, posterior, model):
-        blocks = self._onehot_blocks(model.n_features)
-        directions = onehot_flat_directions(blocks, model.n_features, self.fit_intercept)
-        if not len(directions):
-            return posterior
-        components = prior_along_flat_directions(posterior.components, directions,
-                                                 self.prior_scale)
-        return NoiseAwarePosterior.from_components(components, model, posterior.method)
+    def _flat_prior_sd(self):
+        return float(self.prior_scale)
 
     def _phi_star_backend(self):
         # the dense model draws the means itself: the cheap backend only runs the
@@ -332,7 +319,6 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                 f"{y_type} ({len(np.unique(y))} classes); DPBayesianLogisticRegression "
                 "needs a binary target."
             )
-        check_onehot_rows(X, self._onehot_blocks(X.shape[1]))
         self.classes_, y01 = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(

@@ -132,6 +132,7 @@ class _SettingsMixin:
         """
         burn_in = self._check_params(n_samples)
         model = self._make_model(n_features)
+        self._onehot_blocks(n_features)  # validated before the budget is spent
         model.exact_expectations = self.elbo_gradients == "closed_form"
         if self.inference == STATISTICS and model.data_statistics(n_samples) is None:
             raise ValueError(

@@ -50,7 +50,7 @@ order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registe
 from .backends import CoordinatewiseStretchMove, backend_names, register_backend
 from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
-from .flat_directions import onehot_flat_directions, prior_along_flat_directions
+from .flat_directions import FlatPriorComponents, onehot_flat_directions
 from .linear_response import linear_response_posterior, window_curvature
 from .gradient_model import GradientModel
 from .preconditioning import correlation_step_matrix, rate_cap, recording_step_matrix
@@ -70,7 +70,7 @@ __all__ = [
     "logistic_wander_width",
     "remove_wander_bias",
     "onehot_flat_directions",
-    "prior_along_flat_directions",
+    "FlatPriorComponents",
     "recording_step_matrix",
     "correlation_step_matrix",
     "rate_cap",

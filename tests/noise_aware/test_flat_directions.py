@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from skdpvi import DPBayesianLogisticRegression
-from skdpvi.models.components import GaussianComponents, MeanFieldComponents
-from skdpvi.noise_aware import onehot_flat_directions, prior_along_flat_directions
+from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression
+from skdpvi.models.components import (GaussianComponents, MeanFieldComponents,
+                                      NormalInverseGammaComponents)
+from skdpvi.noise_aware import FlatPriorComponents, onehot_flat_directions
 
 
 def _rows(n, rng, n_gaussian=2, blocks=(3, 4)):
@@ -30,28 +31,37 @@ def test_flat_directions_are_orthonormal_and_orthogonal_to_every_row(fit_interce
     assert onehot_flat_directions([blocks[0]], X.shape[1], False).shape == (0, X.shape[1])
 
 
-@pytest.mark.parametrize("kind", ["mean_field", "gaussian"])
-def test_prior_replaces_the_flat_part_and_keeps_the_orthogonal_part(kind):
+@pytest.mark.parametrize("kind", ["mean_field", "gaussian", "normal_inverse_gamma"])
+def test_draws_keep_their_orthogonal_part_and_take_the_prior_along_the_flat_ones(kind):
     rng = np.random.default_rng(1)
-    n, M = 6, 40
-    F = onehot_flat_directions([[2, 3, 4]], 5)
-    phi = np.c_[rng.normal(size=(M, n)), rng.normal(size=(M, n)) - 1.0]
-    base = MeanFieldComponents(phi)
-    if kind == "gaussian":
-        chol = np.tril(rng.normal(size=(M, n, n))) * 0.3 + 0.5 * np.eye(n)
-        base = GaussianComponents(phi[:, :n], chol)
-    out = prior_along_flat_directions(base, F, prior_scale=2.0)
-    P = np.eye(n) - F.T @ F
-    means = base.means if kind == "mean_field" else base.mean
-    roots = (base.scales[:, :, None] * np.eye(n) if kind == "mean_field" else base.chol)
-    cov = roots @ roots.transpose(0, 2, 1)
-    out_cov = out.chol @ out.chol.transpose(0, 2, 1)
-    np.testing.assert_allclose(out.mean @ F.T, 0.0, atol=1e-12)
-    np.testing.assert_allclose(out.mean @ P, means @ P, atol=1e-12)
-    np.testing.assert_allclose(P @ out_cov @ P, P @ cov @ P, atol=1e-10)
-    np.testing.assert_allclose(F @ out_cov @ F.T, 4.0 * np.ones((M, 1, 1)), atol=1e-10)
-    np.testing.assert_allclose(F @ out_cov @ P, 0.0, atol=1e-10)  # independent of the rest
-    assert prior_along_flat_directions(base, np.zeros((0, n)), 1.0) is base
+    p, M = 6, 40
+    F = onehot_flat_directions([[2, 3, 4]], 5)  # over the 5 coefficients and intercept
+    if kind == "mean_field":
+        base = MeanFieldComponents(np.c_[rng.normal(size=(M, p)), rng.normal(size=(M, p)) - 1])
+        sd = 2.0
+    elif kind == "gaussian":
+        chol = np.tril(rng.normal(size=(M, p, p))) * 0.3 + 0.5 * np.eye(p)
+        base = GaussianComponents(rng.normal(size=(M, p)), chol)
+        sd = 2.0
+    else:  # the linear model's draws: (coefficients, intercept, u = softplus^-1(sigma^2))
+        chol = np.tril(rng.normal(size=(M, p, p))) * 0.3 + 0.5 * np.eye(p)
+        base = NormalInverseGammaComponents(rng.normal(size=(M, p)), chol, 20.0,
+                                            rng.uniform(0.3, 0.7, M))
+        F = np.pad(F, ((0, 0), (0, 1)))  # the noise variance is not touched
+
+        def sd(draws):
+            return 2.0 * np.sqrt(np.logaddexp(0.0, draws[:, -1]))
+    flat = FlatPriorComponents(base, F, sd)
+    index = np.random.default_rng(2).integers(M, size=50_000)
+    draws = flat.sample(index, np.random.default_rng(3))
+    plain = base.sample(index, np.random.default_rng(3))  # the same base draws
+    P = np.eye(F.shape[1]) - F.T @ F
+    np.testing.assert_allclose(draws @ P, plain @ P, atol=1e-12)
+    scale = sd(plain) if callable(sd) else sd
+    z = (draws @ F.T)[:, 0] / scale
+    assert abs(z.mean()) < 0.02 and abs(z.std() - 1.0) < 0.02
+    assert abs(np.corrcoef(z, (plain @ F.T)[:, 0])[0, 1]) < 0.02  # fresh, not the base's
+    assert flat.n_components == M
 
 
 def _one_hot_data(n=3000, seed=0):
@@ -90,3 +100,19 @@ def test_onehot_blocks_are_validated(blocks, message):
     X, y = _one_hot_data(300)
     with pytest.raises(ValueError, match=message):
         DPBayesianLogisticRegression(max_iter=50, onehot_blocks=blocks).fit(X, y)
+
+
+def test_linear_estimator_gives_the_prior_along_the_blocks_given_sigma():
+    rng = np.random.default_rng(4)
+    X = _rows(3000, rng, n_gaussian=2, blocks=(3,))
+    w = rng.normal(size=X.shape[1] + 1)
+    y = X @ w[:-1] + w[-1] + rng.normal(0.0, 0.2, len(X))
+    kwargs = dict(max_iter=1500, random_state=0)
+    plain = DPBayesianLinearRegression(**kwargs).fit(X, y)
+    flat = DPBayesianLinearRegression(onehot_blocks=[[2, 3, 4]], **kwargs).fit(X, y)
+    F = onehot_flat_directions([[2, 3, 4]], X.shape[1])[0]
+    draws = flat.posterior_.sample(20_000, random_state=0, unconstrained=True)
+    sd = 2.0 * np.sqrt(np.logaddexp(0.0, draws[:, -1]))  # prior_weight_scale sigma
+    z = draws[:, :-1] @ F / sd
+    assert abs(z.mean()) < 0.03 and abs(z.std() - 1.0) < 0.03
+    np.testing.assert_allclose(flat.predict(X[:50]), plain.predict(X[:50]), atol=0.02)
