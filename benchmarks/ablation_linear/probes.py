@@ -25,7 +25,9 @@ Configurations (``y = X w + b + N(0, sigma^2)``, ``sigma^2 ~ InvGamma(shape, sca
   features: no step matrix);
 - ``onehot``: 3 Gaussian features and a one-hot block of 4 categories beside the
   intercept, N = 5,000 (the likelihood is flat along the block-up, intercept-down
-  direction; its z-score is printed as ``flat``).
+  direction; its z-score is printed as ``flat``);
+- ``unif01`` / ``unif01_centred``: 5 features uniform on [0, 1] (min-max scaled with
+  public bounds), as they are / centred at the public 0.5, N = 5,000.
 
 Usage (from ``benchmarks/``)::
 
@@ -49,8 +51,9 @@ class Simulator:
     """theta = (w, b, sigma^2) from the prior, then (X, y); picklable for joblib."""
 
     def __init__(self, n, d, *, scales=None, shift=0.0, weight_scale=2.0, shape=20.0,
-                 scale=0.5, rho=0.0, categories=0):
+                 scale=0.5, rho=0.0, categories=0, uniform=False):
         self.n, self.d, self.shift, self.rho = n, d, shift, rho
+        self.uniform = uniform  # features U(0, 1) (then shifted) instead of N(0, 1)
         self.categories = categories  # a one-hot block of this many last columns
         self.scales = np.ones(d) if scales is None else np.asarray(scales, float)
         self.weight_scale, self.shape, self.scale = weight_scale, shape, scale
@@ -60,6 +63,8 @@ class Simulator:
         w = rng.normal(0.0, self.weight_scale * np.sqrt(var), self.d + 1)
         z = rng.standard_normal((self.n, self.d))
         X = np.sqrt(1 - self.rho) * z + np.sqrt(self.rho) * rng.standard_normal((self.n, 1))
+        if self.uniform:
+            X = rng.random((self.n, self.d))
         X = X * self.scales + self.shift
         if self.categories:
             X[:, -self.categories:] = np.eye(self.categories)[
@@ -89,6 +94,8 @@ CONFIGS = {
     "n50k_rho0.9": (Simulator(50_000, 10, rho=0.9), {}),
     "d30_rho0.9_n20k": (Simulator(20_000, 30, rho=0.9), {}),
     "onehot": (Simulator(5000, 7, categories=4), {}),
+    "unif01": (Simulator(5000, 5, uniform=True), {}),
+    "unif01_centred": (Simulator(5000, 5, uniform=True, shift=-0.5), {}),
     "noise_vague": (Simulator(3000, 4, shape=3.0, scale=2.0),
                     dict(prior_noise_shape=3.0, prior_noise_scale=2.0)),
 }
