@@ -38,6 +38,18 @@ _CENTRED_INFLATION = 6.0
 _LARGEST_UNIT_SCALE = 4.0
 
 
+class _WeightPriorSD:
+    """The sd ``w sigma`` of the coefficients' prior given each draw's noise variance
+    (its last, unconstrained coordinate u = softplus^-1(sigma^2)); a class, not a
+    closure, so that a fitted estimator pickles."""
+
+    def __init__(self, weight_scale):
+        self.weight_scale = weight_scale
+
+    def __call__(self, draws):
+        return self.weight_scale * np.sqrt(np.logaddexp(0.0, draws[:, -1]))
+
+
 class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     """Differentially private Bayesian linear regression (NA-DPVI).
 
@@ -210,10 +222,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         self.onehot_blocks = onehot_blocks
 
     def _flat_prior_sd(self):
-        # coefficients | sigma^2 ~ N(0, (w sigma)^2): the sd of each draw's own sigma^2
-        # (its last, unconstrained coordinate)
-        scale = float(self.prior_weight_scale)
-        return lambda draws: scale * np.sqrt(np.logaddexp(0.0, draws[:, -1]))
+        return _WeightPriorSD(float(self.prior_weight_scale))
 
     def _step_matrix(self, engine, n_samples):
         """The engine's ``step_matrix`` under ``mean_preconditioning`` (or None)."""

@@ -1,5 +1,7 @@
 """Directions the likelihood cannot see (skdpvi.noise_aware.flat_directions)."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,7 @@ def test_linear_estimator_gives_the_prior_along_the_blocks_given_sigma():
     z = draws[:, :-1] @ F / sd
     assert abs(z.mean()) < 0.03 and abs(z.std() - 1.0) < 0.03
     np.testing.assert_allclose(flat.predict(X[:50]), plain.predict(X[:50]), atol=0.02)
+    # the prior's sd is a function of each draw's sigma^2, and the fit still pickles
+    again = pickle.loads(pickle.dumps(flat))
+    np.testing.assert_array_equal(again.sample_posterior(5, random_state=1),
+                                  flat.sample_posterior(5, random_state=1))
