@@ -24,7 +24,7 @@ from .data import _REAL, _Data
 from .gradients import per_example_gradients
 from .mechanism import _GLMClip, clip_and_sum, group_clip_norms
 from .result import _result
-from .sampling import _block_steps, _draw_block, _generator
+from .sampling import _Block, _block_steps, _draw_block, _generator
 from .schedule import _schedule
 from .statistics import _TraceRecorder
 from .step_matrix import _StepMatrix
@@ -59,24 +59,6 @@ def _progress_bar(verbose, n_steps, desc="DP-SGD"):
     from tqdm.auto import tqdm
 
     return tqdm(total=n_steps, desc=desc, unit="step", mininterval=0.5)
-
-
-class _Block:
-    """The random numbers of one run's next steps, ready for the step loop.
-
-    ``eps`` (n_block, S, n) float64 Monte Carlo draws (``eps_real``: float32, for
-    the GLM path), ``index`` (n_block, width) and ``counts`` (n_block,) the padded
-    Poisson subsamples (``sizes``: the counts as Python ints), ``noise`` (n_block, d)
-    the DP noise already multiplied by sigma C.
-    """
-
-    def __init__(self, engine, eps, index, counts, noise):
-        self.eps = eps
-        self.eps_real = eps.to(_REAL) if engine.glm else None
-        self.index = index
-        self.counts = counts
-        self.sizes = counts.tolist()
-        self.noise = engine.noise_std * noise
 
 
 class _Engine:
@@ -143,9 +125,10 @@ class _Engine:
 
     def draw(self, generator, n_block):
         """The random numbers of one run's next ``n_block`` steps (see ``_draw_block``)."""
-        return _Block(self, *_draw_block(generator, n_block, self.n_mc_samples,
-                                         self.model.n_params, self.n_examples,
-                                         self.settings["sampling_rate"], self.device))
+        return _Block(*_draw_block(generator, n_block, self.n_mc_samples,
+                                   self.model.n_params, self.n_examples,
+                                   self.settings["sampling_rate"], self.device),
+                      glm=self.glm, noise_std=self.noise_std)
 
     def block_sizes(self):
         """The number of steps of every block of a run, in order."""

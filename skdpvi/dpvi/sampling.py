@@ -10,6 +10,8 @@ import math
 
 import torch
 
+from .data import _REAL
+
 __all__ = ["poisson_subsamples", "poisson_subsample"]
 
 
@@ -160,3 +162,22 @@ def _draw_block(generator, n_block, n_mc_samples, n_params, n_examples, sampling
     noise = torch.randn((n_block, 2 * n_params), generator=generator, dtype=torch.float64,
                         device=device)
     return eps, index, counts, noise
+
+
+class _Block:
+    """The random numbers of one run's next steps (:func:`_draw_block`), ready for the
+    step loop.
+
+    ``eps`` (n_block, S, n) float64 Monte Carlo draws (``eps_real``: float32, for
+    the GLM path, ``glm=True``), ``index`` (n_block, width) and ``counts`` (n_block,)
+    the padded Poisson subsamples (``sizes``: the counts as Python ints), ``noise``
+    (n_block, d) the DP noise already multiplied by ``noise_std`` = sigma C.
+    """
+
+    def __init__(self, eps, index, counts, noise, *, glm, noise_std):
+        self.eps = eps
+        self.eps_real = eps.to(_REAL) if glm else None
+        self.index = index
+        self.counts = counts
+        self.sizes = counts.tolist()
+        self.noise = noise_std * noise

@@ -260,13 +260,8 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         # the coefficients and the intercept come first; other parameters are untouched
         directions = np.pad(directions, ((0, 0), (0, model.n_params - directions.shape[1])))
         components = FlatPriorComponents(posterior.components, directions,
-                                         self._flat_prior_sd())
+                                         model.weight_prior_sd)
         return NoiseAwarePosterior.from_components(components, model, posterior.method)
-
-    def _flat_prior_sd(self):
-        """The prior sd of the coefficients and the intercept: a float, or a function
-        of the unconstrained draws (see :class:`~skdpvi.noise_aware.FlatPriorComponents`)."""
-        raise NotImplementedError
 
     def _batch_fit_supported(self):
         """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass

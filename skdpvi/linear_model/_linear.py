@@ -38,18 +38,6 @@ _CENTRED_INFLATION = 6.0
 _LARGEST_UNIT_SCALE = 4.0
 
 
-class _WeightPriorSD:
-    """The sd ``w sigma`` of the coefficients' prior given each draw's noise variance
-    (its last, unconstrained coordinate u = softplus^-1(sigma^2)); a class, not a
-    closure, so that a fitted estimator pickles."""
-
-    def __init__(self, weight_scale):
-        self.weight_scale = weight_scale
-
-    def __call__(self, draws):
-        return self.weight_scale * np.sqrt(np.logaddexp(0.0, draws[:, -1]))
-
-
 class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     """Differentially private Bayesian linear regression (NA-DPVI).
 
@@ -140,15 +128,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         guide ("Scaling the target and choosing the priors") gives the recipe.
     onehot_blocks : sequence of sequences of int, default=None
         Column indices of each categorical feature that X one-hot encodes with all
-        its categories (exactly one 1 per row in each block: a fact of the public
-        schema). The likelihood is flat along the directions that raise a block's
-        coefficients and lower the intercept (or another block's) by as much, and
-        their exact posterior is the prior's, N(0, (w sigma)^2) given sigma^2; the
-        released trace cannot show it, so the posterior's draws take the prior
-        along those directions and keep the rest
-        (:class:`~skdpvi.noise_aware.FlatPriorComponents`; post-processing, no
-        privacy cost; predictions of rows that obey the schema do not change).
-        ``fit`` checks that the blocks' columns are 0/1 with one 1 per row.
+        its categories (one 1 per row in each block: a fact of the public schema).
+        The posterior's draws then take the prior, their exact posterior, along
+        the directions the blocks leave the likelihood flat in, which the trace
+        cannot show (:class:`~skdpvi.noise_aware.FlatPriorComponents`; no privacy
+        cost, predictions unchanged; user guide, "One-hot blocks"). ``fit`` checks
+        the blocks' columns are 0/1 with one 1 per row.
     fit_intercept : bool, default=True
     device : str, default="cpu"
     random_state : int, RandomState instance or None, default=None
@@ -220,9 +205,6 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         self.prior_noise_shape = prior_noise_shape
         self.prior_noise_scale = prior_noise_scale
         self.onehot_blocks = onehot_blocks
-
-    def _flat_prior_sd(self):
-        return _WeightPriorSD(float(self.prior_weight_scale))
 
     def _step_matrix(self, engine, n_samples):
         """The engine's ``step_matrix`` under ``mean_preconditioning`` (or None)."""

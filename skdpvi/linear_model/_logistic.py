@@ -116,19 +116,12 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         bias is worse (results page).
     onehot_blocks : sequence of sequences of int, default=None
         Column indices of each categorical feature that X one-hot encodes with all
-        its categories, so that every row has exactly one 1 in each block (e.g. a
-        ``OneHotEncoder`` without ``drop`` and with ``handle_unknown="error"``): a
-        fact of the public schema. The likelihood is then flat along the directions
-        that raise a block's coefficients and lower the intercept (or another
-        block's) by as much, and the exact posterior along them is the prior's; the
-        trace cannot show it (DP-SGD's means random-walk there, restrained by the
-        prior alone), so the posterior's components get the prior along those
-        directions and keep the rest
-        (:class:`~skdpvi.noise_aware.FlatPriorComponents`). Post-processing
-        only (no privacy cost); the predictions of rows that obey the schema do not
-        change, the intervals of the block's coefficients and the intercept do
-        (results page). ``fit`` checks that the block's columns of X are 0/1 with
-        one 1 per row.
+        its categories (one 1 per row in each block: a fact of the public schema).
+        The posterior's draws then take the prior, their exact posterior, along
+        the directions the blocks leave the likelihood flat in, which the trace
+        cannot show (:class:`~skdpvi.noise_aware.FlatPriorComponents`; no privacy
+        cost, predictions unchanged; user guide, "One-hot blocks"). ``fit`` checks
+        the blocks' columns are 0/1 with one 1 per row.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept.
     fit_intercept : bool, default=True
@@ -239,9 +232,6 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                     f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
                     f"'exact' or 'laplace', got inference={self.inference!r}.")
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
-
-    def _flat_prior_sd(self):
-        return float(self.prior_scale)
 
     def _phi_star_backend(self):
         # the dense model draws the means itself: the cheap backend only runs the

@@ -96,6 +96,12 @@ class LinearRegressionModel(GLMModel):
         log_w = -0.5 * ((w**2).sum(-1) / w_var + self.n_weights * torch.log(2 * math.pi * w_var))
         return log_ig + log_w
 
+    def weight_prior_sd(self, draws):
+        """The prior sd ``weight_scale * sigma`` of the coefficients and the intercept
+        for each unconstrained draw (rows of ``draws``, the noise variance last as
+        softplus^-1(sigma^2)), for :class:`~skdpvi.noise_aware.FlatPriorComponents`."""
+        return self.weight_scale * np.sqrt(np.logaddexp(0.0, np.asarray(draws)[:, -1]))
+
     def grad_log_prior_unconstrained(self, theta):
         w, u = theta[..., :-1], theta[..., -1:]
         var = F.softplus(u)

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -59,6 +60,12 @@ class LogisticRegressionModel(GLMModel):
 
     def grad_log_prior_unconstrained(self, theta):
         return -theta / self.prior_scale**2
+
+    def weight_prior_sd(self, draws):
+        """The prior sd of the coefficients and the intercept for each unconstrained
+        draw (rows of ``draws``): ``prior_scale`` for all (for
+        :class:`~skdpvi.noise_aware.FlatPriorComponents`)."""
+        return np.full(len(draws), self.prior_scale)
 
     def glm_gradients(self, theta, eps, X, y):
         # d/dtheta_s log p(y_i | x_i, theta_s) = (y_i - sigmoid(x_i . theta_s)) x_i;
