@@ -36,11 +36,8 @@ __all__ = ["run_dpvi"]
 #: Expected size (batch rows x weights) of the gradient block above which the
 #: factored GLM path (:func:`glm_clip_and_sum`) is faster than the dense one.
 _GLM_PATH_MIN_BLOCK = 20_000
-#: Rows per chunk of a large step: a step's clipped sum is accumulated over chunks of
-#: at most this many rows, so its temporaries (the gathered rows, the (rows, p)
-#: blocks of the gradient) stay O(chunk p) whatever kappa N is (benchmarks/
-#: bench_scaling.py: the peak memory of a fit on 10^6 x 20 rows). Smaller batches,
-#: and data prepared up front, take one pass, as before.
+#: Rows per chunk of a large step: its clipped sum is accumulated chunk by chunk, so
+#: its temporaries stay O(chunk p) whatever kappa N is (bench_scaling.py).
 _STEP_CHUNK_ROWS = 1 << 15
 
 
@@ -57,7 +54,6 @@ def _progress_bar(verbose, n_steps, desc="DP-SGD"):
     if not verbose:
         return None
     from tqdm.auto import tqdm
-
     return tqdm(total=n_steps, desc=desc, unit="step", mininterval=0.5)
 
 

@@ -15,10 +15,8 @@ from ._settings import STATISTICS
 #: Values of ``mean_preconditioning``.
 _MEAN_PRECONDITIONING = ("auto", "correlation", "none")
 #: Largest number of coefficients (intercept included) for which "auto" uses the
-#: correlation step matrix: measured up to 30 features (30 at equicorrelation 0.9 and
-#: N = 20,000: TARP 0.248 / 0.152 on the plain step, 0.085 / 0.082 with it); each of
-#: its ten estimates solves the statistics regression in (p + 1)^2 / 2 dimensions
-#: (about 0.8 s at 30 features, 4 s at 40, against 17 CPU-s for the whole plain fit).
+#: correlation step matrix: measured up to 30 features (TARP 0.248 / 0.152 -> 0.085 /
+#: 0.082 at rho 0.9, N = 20,000); each of its ten estimates costs ~0.8 s at 30, 4 s at 40.
 _AUTO_MAX_WEIGHTS = 31
 #: ``learning_rate_scale="auto"`` with the statistics posterior: the trace learns
 #: X^T X from the wander of the means, and 2.5 times the paper's step widens the
@@ -127,13 +125,9 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         (prior_noise_shape - 1)``; a shape of 3-5 for a rough guess. The user
         guide ("Scaling the target and choosing the priors") gives the recipe.
     onehot_blocks : sequence of sequences of int, default=None
-        Column indices of each categorical feature that X one-hot encodes with all
-        its categories (one 1 per row in each block: a fact of the public schema).
-        The posterior's draws then take the prior, their exact posterior, along
-        the directions the blocks leave the likelihood flat in, which the trace
-        cannot show (:class:`~skdpvi.noise_aware.FlatPriorComponents`; no privacy
-        cost, predictions unchanged; user guide, "One-hot blocks"). ``fit`` checks
-        the blocks' columns are 0/1 with one 1 per row.
+        Columns of each categorical feature one-hot encoded with all its categories
+        (public schema): the posterior takes the prior, its exact posterior, along the
+        directions they leave the likelihood flat in (user guide, "One-hot blocks").
     fit_intercept : bool, default=True
     device : str, default="cpu"
     random_state : int, RandomState instance or None, default=None

@@ -13,7 +13,6 @@ from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wa
 from ..posterior import NoiseAwarePosterior
 from ._base import _BaseDPBayesianRegression
 
-
 _ERROR_MODELS = ("diagonal", "coupled", "dense")
 _WANDER_CORRECTIONS = ("none", "probit")
 
@@ -115,13 +114,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         inward lag of about the same size offsets the bias, and removing only the
         bias is worse (results page).
     onehot_blocks : sequence of sequences of int, default=None
-        Column indices of each categorical feature that X one-hot encodes with all
-        its categories (one 1 per row in each block: a fact of the public schema).
-        The posterior's draws then take the prior, their exact posterior, along
-        the directions the blocks leave the likelihood flat in, which the trace
-        cannot show (:class:`~skdpvi.noise_aware.FlatPriorComponents`; no privacy
-        cost, predictions unchanged; user guide, "One-hot blocks"). ``fit`` checks
-        the blocks' columns are 0/1 with one 1 per row.
+        Columns of each categorical feature one-hot encoded with all its categories
+        (public schema): the posterior takes the prior, its exact posterior, along the
+        directions they leave the likelihood flat in (user guide, "One-hot blocks").
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept.
     fit_intercept : bool, default=True
