@@ -439,17 +439,25 @@ def correlated_flat_directions(model):
     return v / np.linalg.norm(v)
 
 
-def prior_along_flat(draws, directions, prior_scale, rng):
-    """Draws with their component along the flat directions replaced by the prior's.
+class _Draws:
+    """Posterior draws as mixture components (component m is draw m), so that the
+    package's :class:`~skdpvi.noise_aware.FlatPriorComponents` can post-process them."""
 
-    With an isotropic Gaussian prior and a likelihood that is constant along the
-    directions F, the posterior factorises into the posterior of the orthogonal part
-    and N(0, prior_scale^2) along F: exact, whatever the trace did along F.
-    """
-    Q, _ = np.linalg.qr(np.asarray(directions, float).T)  # orthonormal basis of F
-    along = draws @ Q
-    fresh = prior_scale * rng.standard_normal(along.shape)
-    return draws + (fresh - along) @ Q.T
+    def __init__(self, draws):
+        self.draws = draws
+        self.n_components = len(draws)
+
+    def sample(self, index, rng):
+        return self.draws[index]
+
+
+def prior_along_flat(draws, directions, model, rng):
+    """Draws with their component along the flat directions replaced by the prior's
+    (what the estimators' ``onehot_blocks`` does), through the package's code."""
+    from skdpvi.noise_aware import FlatPriorComponents
+
+    flat = FlatPriorComponents(_Draws(draws), directions, model.weight_prior_sd)
+    return flat.sample(np.arange(len(draws)), rng)
 
 
 def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
@@ -458,8 +466,7 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
         if FLAT_DIRECTIONS is None:
             raise ValueError("+flat needs a design with known flat directions (correlated)")
         draws = posterior_draws(result, model, n_examples, method[:-5], n_draws, X)
-        return prior_along_flat(draws, FLAT_DIRECTIONS, model.prior_scale,
-                                np.random.default_rng(1))
+        return prior_along_flat(draws, FLAT_DIRECTIONS, model, np.random.default_rng(1))
     if method.endswith("+dense") or method.endswith("+dense+probit"):
         from skdpvi.noise_aware import linear_response_posterior
 
