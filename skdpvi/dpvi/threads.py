@@ -12,11 +12,11 @@ by the environment variable ``SKDPVI_NUM_THREADS``; the caller's setting is rest
 afterwards. Parallelism across fits (joblib, dask) uses the other cores.
 
 NumPy's BLAS gets the same limit for the run (through threadpoolctl): the linear
-estimator's step matrix solves small regressions (78 x 78 for ten features) inside
-the loop while the draw thread runs, and OpenBLAS's two threads on a 2-core machine
-made them 10-40x slower (one default 10-D linear fit: 8.4-8.7 s with two BLAS threads,
-5.9-7.1 s with one; doc/performance.rst, "Threads"). joblib's workers already run on
-one BLAS thread each.
+estimator's step matrix solves small regressions (77 x 77 for ten features) inside
+the loop while the draw thread runs, and OpenBLAS's two spinning threads on a 2-core
+machine made them about 35x slower (5.5 ms instead of 0.15; the default 10-D linear
+fit's DP-SGD 5.9-6.4 s before, 5.0-5.4 s after; doc/performance.rst, "Threads").
+joblib's workers already run on one BLAS thread each.
 """
 
 import os
