@@ -107,3 +107,33 @@ def test_runs_limit_numpys_blas_and_leave_torchs_openmp_as_they_found_it(two_thr
     with threads.limit_blas_threads(1):
         assert set(_blas_threads()) == {1} and torch.get_num_threads() == 2
     assert torch.get_num_threads() == 2
+
+
+def _openmp_threads():
+    """torch's OpenMP thread count for parallel regions started by the calling thread."""
+    from threadpoolctl import ThreadpoolController
+
+    return [c.num_threads for c in ThreadpoolController().select(user_api="openmp").lib_controllers
+            if "torch" in c.filepath]
+
+
+def test_the_draw_thread_runs_on_the_runs_thread_count(monkeypatch):
+    # OpenMP's thread count is per thread: a fresh thread gets one thread per core
+    # whatever torch.set_num_threads said in the caller's, and the draw thread's
+    # second OpenMP thread spun beside the loop (a lockstep study task used 41 %
+    # more CPU than it computed)
+    counts = []
+    original = loop._Engine.draw
+
+    def spy(self, generator, n_block):
+        counts.append((threading.current_thread().name, _openmp_threads()))
+        return original(self, generator, n_block)
+
+    monkeypatch.setattr(loop._Engine, "draw", spy)
+    run_dpvi(LinearRegressionModel(2), _data(),
+             **{**KWARGS, "n_steps": 1100, "burn_in": 100})
+    drawn_elsewhere = [c for name, c in counts if name.startswith("skdpvi-draws")]
+    assert len(drawn_elsewhere) == 3  # blocks of 512 steps, all drawn by the draw thread
+    if not _openmp_threads():
+        pytest.skip("this torch build has no OpenMP library that threadpoolctl sees")
+    assert all(c == [1] for c in drawn_elsewhere)
