@@ -11,8 +11,8 @@ Each step
 
 and the released pairs (phi_t, g_tilde_{t+1}) after burn-in are folded into running
 sums (:mod:`~skdpvi.dpvi.statistics`). :class:`_Engine` holds all of that for a run,
-or for runs in lockstep (:mod:`~skdpvi.dpvi.batched`), which differ from a single
-run only in how they draw their random numbers and gather their batches.
+or for runs in lockstep (:mod:`~skdpvi.dpvi.batched`: only the draws and the
+gathering of batches differ).
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -42,9 +42,8 @@ _STEP_CHUNK_ROWS = 1 << 15
 
 
 def _use_glm_path(model, n_examples, sampling_rate, n_runs=1):
-    # The factored GLM path saves two passes over the (B, n) gradient block; for
-    # small blocks its extra small operations cost more than that (bench_engine).
-    # Runs in lockstep share every operation: their blocks add up.
+    # saves two passes over the (B, n) gradient block, costs small operations
+    # (bench_engine); runs in lockstep share every operation: their blocks add up
     return (isinstance(model, GLMModel)
             and n_runs * n_examples * sampling_rate * model.n_weights >= _GLM_PATH_MIN_BLOCK)
 
@@ -106,11 +105,8 @@ class _Engine:
                          if self.glm else None)
 
     def columns(self, data):
-        """The per-example tensors whose rows a step gathers, of a prepared :class:`_Data`.
-
-        The prepared data, and on the GLM path ``|beta_w x_i|^2`` of every row last
-        (computed once per fit).
-        """
+        """The per-example tensors whose rows a step gathers, of a prepared :class:`_Data`
+        (on the GLM path with ``|beta_w x_i|^2`` of every row last, once per fit)."""
         if not self.glm:
             return data.columns
         return (*data.columns, self.row_sq_norms(data))
@@ -138,12 +134,9 @@ class _Engine:
         The draws of a run need only its generator, never phi, so a second thread
         draws block k + 1 (Poisson gaps, Monte Carlo draws, noise: about 15 % of a
         step on Adult) while the loop runs block k; the numbers are the same, drawn
-        in the same order. ``prefetch=False`` draws in the calling thread.
-
-        The draw thread gets the run's torch thread count: OpenMP's count is per
-        thread, and a fresh thread's parallel regions use one OpenMP thread per core,
-        whatever ``torch.set_num_threads`` said in the caller's; the second one spun
-        beside the loop (a lockstep task of 32 simulations: 57 CPU-s for 40 s, now 41).
+        in the same order, on the run's torch thread count (OpenMP's is per thread: a
+        fresh one had one per core, the second spinning beside the loop).
+        ``prefetch=False`` draws in the calling thread.
         """
         sizes = self.block_sizes()
         if not prefetch or len(sizes) == 1:
