@@ -47,11 +47,13 @@ class _StepMatrix:
         steps ``first .. start + j - 1``; ``recorder`` holds the flushed ones and the
         current block's ``j``."""
         first = self.first
-        buffered = slice(max(first - start, 0), j)
-        phi = np.concatenate([recorder.trace_phi[first:start],
-                              recorder.phi[buffered].cpu().numpy()])
-        grad = np.concatenate([recorder.trace_grad[first:start],
-                               recorder.grad[buffered].cpu().numpy()])
+        # the current block's pairs into the trace (its flush writes the same values),
+        # so that every run's pairs are a view of it: no copy of the whole trace
+        recorder.trace_phi[start:start + j] = recorder.phi[:j].cpu().numpy()
+        recorder.trace_grad[start:start + j] = recorder.grad[:j].cpu().numpy()
+        phi = recorder.trace_phi[first:start + j].view()
+        grad = recorder.trace_grad[first:start + j].view()
+        phi.flags.writeable = grad.flags.writeable = False  # the caller's function reads
         runs = [()] if lead == () else [(slice(None), r) for r in range(lead[0])]
         out = []
         for run in runs:

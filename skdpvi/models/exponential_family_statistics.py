@@ -25,8 +25,8 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import gammaln
 
-from ._quadrature import (gaussian_expectation, log_sigmoid, log_softplus, sigmoid,
-                          softplus, softplus_value)
+from ._quadrature import (gaussian_expectation, sigmoid, softplus,
+                          softplus_family_expectations, softplus_value)
 from .components import BetaComponents, DirichletComponents, GammaComponents
 from .statistics import DataStatistics
 
@@ -52,9 +52,8 @@ class GammaExponentialStatistics(DataStatistics):
         phi = np.atleast_2d(np.asarray(phi, float))
         a, b, n = self.model.prior_shape, self.model.prior_rate, self.n_examples
         mu, s, sig = _scale_parts(phi)
-        _, lm, ls = gaussian_expectation(log_softplus, mu, s)
-        _, rm, rs = gaussian_expectation(softplus_value, mu, s)
-        _, gm, gs = gaussian_expectation(log_sigmoid, mu, s)
+        (_, lm, ls), (_, rm, rs), (_, gm, gs) = softplus_family_expectations(
+            mu, s, ("log_softplus", "softplus_value", "log_sigmoid"))
         J = np.stack([rm, sig * rs], 1)[:, :, None]
         r = np.stack([-(n + a - 1) * lm + b * rm - gm,
                       sig * (-(n + a - 1) * ls + b * rs - gs - 1.0 / s)], 1)

@@ -26,8 +26,7 @@ live in :mod:`skdpvi.models.linear_clipping` (mixed into the class; off by defau
 
 import numpy as np
 
-from ._quadrature import (gaussian_expectation, inverse_softplus_value, log_sigmoid,
-                          log_softplus, sigmoid, softplus)
+from ._quadrature import sigmoid, softplus, softplus_family_expectations
 from .components import NormalInverseGammaComponents
 from .linear_clipping import LinearClipping
 from .statistics import SymmetricBlockStatistics, unvech
@@ -86,9 +85,8 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         rho_w, rho_u = phi[:, n_params:n_params + p], phi[:, n_params + p]
         s_w, s_u = softplus(rho_w), softplus(rho_u)
         sig_w, sig_u = sigmoid(rho_w), sigmoid(rho_u)
-        _, e0m, e0s = gaussian_expectation(log_softplus, mu_u, s_u)
-        e1, e1m, e1s = gaussian_expectation(inverse_softplus_value, mu_u, s_u)
-        _, e2m, e2s = gaussian_expectation(log_sigmoid, mu_u, s_u)
+        (_, e0m, e0s), (e1, e1m, e1s), (_, e2m, e2s) = softplus_family_expectations(
+            mu_u, s_u, ("log_softplus", "inverse_softplus_value", "log_sigmoid"))
         T, d = phi.shape
         # dQ / d eta: Q, the expected residual sum of squares, is linear in eta
         rows, cols, vech = self.rows, self.cols, np.arange(self.n_vech)
@@ -296,11 +294,13 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         """Cholesky of X^T X, w_hat and RSS per row; ``ok`` marks usable rows."""
         XtX, Xty, yty = self.unpack(eta)
         M, p = len(eta), self.p
-        chol = np.full((M, p, p), np.nan)
-        # positive definite rows first (a batched Cholesky raises for the whole batch)
-        ok = np.linalg.eigvalsh(XtX)[:, 0] > 0
-        if ok.any():
-            chol[ok] = np.linalg.cholesky(XtX[ok])
+        try:  # usually every row is positive definite
+            chol, ok = np.linalg.cholesky(XtX), np.ones(M, bool)
+        except np.linalg.LinAlgError:  # a batched Cholesky raises for the whole batch
+            chol = np.full((M, p, p), np.nan)
+            ok = np.linalg.eigvalsh(XtX)[:, 0] > 0
+            if ok.any():
+                chol[ok] = np.linalg.cholesky(XtX[ok])
         w_hat = np.full((M, p), np.nan)
         if ok.any():
             w_hat[ok] = np.linalg.solve(XtX[ok], Xty[ok][..., None])[..., 0]

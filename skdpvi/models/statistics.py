@@ -69,14 +69,14 @@ class DataStatistics:
         phi = np.ascontiguousarray(np.atleast_2d(np.asarray(phi, float)))
         key = (compute.__name__, phi.shape,
                hashlib.blake2b(phi.tobytes(), digest_size=16).digest())
-        cache = self.__dict__.setdefault("_memo", OrderedDict())
+        cache = self.__dict__.setdefault("_memo", OrderedDict())  # key -> (value, bytes)
         if key in cache:
-            return cache[key]
+            return cache[key][0]
         value = compute(phi)
         size = _nbytes(value)
         if size <= _MEMO_ITEM_BYTES:
-            cache[key] = value
-            while sum(_nbytes(v) for v in cache.values()) > _MEMO_TOTAL_BYTES:
+            cache[key] = value, size
+            while sum(entry[1] for entry in cache.values()) > _MEMO_TOTAL_BYTES:
                 cache.popitem(last=False)
         return value
 
