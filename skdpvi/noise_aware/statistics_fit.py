@@ -112,14 +112,15 @@ class StatisticsFit:
                 widest = min(outer)
                 base = point_fit(np.r_[outer, widest][label])
                 allowed = gammas[gammas <= widest]
+                tighter = allowed[allowed < widest]
+                try:
+                    tightened = dict(zip(tighter.tolist(), _tighten_many(
+                        base, shrink_index[last], scale[last], tighter, widest)))
+                except np.linalg.LinAlgError:  # a degenerate base: fit in full
+                    tightened = {g: point_fit(np.r_[outer, g][label]) for g in tighter.tolist()}
                 for gamma in allowed:
-                    point = np.r_[outer, gamma][label]
-                    try:
-                        fitted = base if gamma == widest else _tighten(
-                            base, shrink_index[last], scale[last], gamma, widest)
-                    except np.linalg.LinAlgError:  # a degenerate base: fit in full
-                        fitted = point_fit(point)
-                    keep(fitted, -np.log(len(allowed)), point)
+                    fitted = base if gamma == widest else tightened[float(gamma)]
+                    keep(fitted, -np.log(len(allowed)), np.r_[outer, gamma][label])
         log_ml = np.asarray(log_ml)
         self.gammas = grid[:, 0] if n_groups == 1 else grid
         self.index_gammas = np.array(index_gammas).reshape(len(grid), len(shrink_index))
@@ -201,6 +202,46 @@ def _tighten(base, index, scale, gamma, widest):
         new_mean[index] = 0.0
         new_cov[index, :] = new_cov[:, index] = 0.0
     return new_mean, 0.5 * (new_cov + new_cov.T), lml + change
+
+
+def _tighten_many(base, index, scale, gammas, widest):
+    """:func:`_tighten` at each of ``gammas`` (all below ``widest``), in batched
+    linear algebra: the grid's tightenings cost one call instead of one per gamma."""
+    gammas = np.asarray(gammas, float)
+    if not len(gammas):
+        return []
+    mean, cov, lml = base
+    m_i, cov_ii, cov_ki = mean[index], cov[np.ix_(index, index)], cov[:, index]
+    widest_precision = 1.0 / (widest * scale) ** 2
+    positive = gammas > 0.0
+    # delta: the extra precision of each tighter prior (inf for gamma = 0: conditioning)
+    with np.errstate(divide="ignore"):
+        delta = np.where(positive[:, None],
+                         1.0 / (np.where(positive, gammas, 1.0)[:, None] * scale) ** 2
+                         - widest_precision, np.inf)
+    A = cov_ii + np.where(positive[:, None, None],
+                          np.eye(len(index)) / np.where(np.isinf(delta), 1.0, delta)[:, None, :],
+                          0.0)
+    chol = np.linalg.cholesky(0.5 * (A + np.swapaxes(A, 1, 2)))
+    rhs = np.broadcast_to(np.c_[m_i, cov_ki.T], (len(gammas), len(index), 1 + len(mean)))
+    solved = np.linalg.solve(chol, rhs)  # L^-1 [m_I, Sigma_Ik] per gamma
+    gain_m, gain_k = solved[:, :, 0], solved[:, :, 1:]
+    new_means = mean - np.einsum("gik,gi->gk", gain_k, gain_m)
+    new_covs = cov - np.swapaxes(gain_k, 1, 2) @ gain_k
+    logdet_a = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(1)
+    quad = np.einsum("gi,gi->g", gain_m, gain_m)
+    out = []
+    for g, gamma in enumerate(gammas):
+        new_mean, new_cov = new_means[g], new_covs[g]
+        if gamma > 0.0:
+            change = (0.5 * np.log(1.0 / (gamma * scale) ** 2 / widest_precision).sum()
+                      - 0.5 * (np.log(delta[g]).sum() + logdet_a[g]) - 0.5 * quad[g])
+        else:
+            change = -0.5 * logdet_a[g] - 0.5 * quad[g] - 0.5 * np.log(widest_precision).sum()
+            new_mean[index] = 0.0
+            new_cov[index, :] = new_cov[:, index] = 0.0
+        out.append((new_mean, 0.5 * (new_cov + new_cov.T), lml + change))
+    return out
 
 
 def _gaussian(P, h, log_prior_norm):
