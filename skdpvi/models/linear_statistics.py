@@ -312,18 +312,20 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         m = self.model
         p, s2, a, b = self.p, m.weight_scale**2, m.noise_shape, m.noise_scale
         k = self.n_examples - p
-        XtX, _, chol, w_hat, rss, ok = self._ols(eta)
+        XtX, Xty, chol, w_hat, rss, ok = self._ols(eta)
         out = np.full(len(eta), -np.inf)
         if not ok.any() or k <= 0:
             return out
-        # w_hat | sigma^2 ~ N(0, sigma^2 (s2 I + XtX^-1)); RSS | sigma^2 ~ sigma^2 chi2_k
-        inv = np.linalg.inv(XtX[ok])
-        cov = s2 * np.eye(p) + inv
-        sign, logdet_cov = np.linalg.slogdet(cov)
-        quad = np.einsum("mi,mi->m", w_hat[ok], np.linalg.solve(cov, w_hat[ok][..., None])[..., 0])
+        # w_hat | sigma^2 ~ N(0, sigma^2 C), C = s2 I + XtX^-1 = XtX^-1 (I + s2 XtX);
+        # RSS | sigma^2 ~ sigma^2 chi2_k. With XtX w_hat = Xty, w_hat^T C^-1 w_hat =
+        # w_hat^T (I + s2 XtX)^-1 Xty: one Cholesky and one solve, no inverse
+        logdet_xtx = 2 * np.log(np.diagonal(chol[ok], axis1=1, axis2=2)).sum(1)
+        inner = np.eye(p) + s2 * XtX[ok]
+        logdet_cov = (2 * np.log(np.diagonal(np.linalg.cholesky(inner), axis1=1, axis2=2)).sum(1)
+                      - logdet_xtx)
+        quad = np.einsum("mi,mi->m", w_hat[ok], np.linalg.solve(inner, Xty[ok][..., None])[..., 0])
         shape = a + (p + k) / 2
         scale = b + (quad + rss[ok]) / 2
-        logdet_xtx = 2 * np.log(np.diagonal(chol[ok], axis1=1, axis2=2)).sum(1)
         # the Jacobian from (X^T y, y^T y) to (w_hat, RSS) is det(X^T X)
         out[ok] = (-0.5 * logdet_cov + (k / 2 - 1) * np.log(rss[ok]) - shape * np.log(scale)
                    - logdet_xtx)
