@@ -173,55 +173,22 @@ class _PointFit:
         return full_mean, full_cov, lml
 
 
-def _tighten(base, index, scale, gamma, widest):
-    """The fit with statistics ``index`` under prior scale ``gamma`` instead of
-    ``widest`` (> gamma): the tighter prior is the looser one times a Gaussian factor,
-    i.e. an observation of 0 with precision ``delta``, a Kalman update of the base
-    posterior; gamma = 0 conditions them on 0. Same result as a full fit, for
-    O(k^2 |index|) instead of O(k^3)."""
-    mean, cov, lml = base
-    m_i, cov_ii, cov_ki = mean[index], cov[np.ix_(index, index)], cov[:, index]
-    widest_precision = 1.0 / (widest * scale) ** 2
-    if gamma > 0.0:
-        delta = 1.0 / (gamma * scale) ** 2 - widest_precision
-        A = cov_ii + np.diag(1.0 / delta)
-    else:
-        A = cov_ii
-    chol = np.linalg.cholesky(0.5 * (A + A.T))
-    solved = np.linalg.solve(chol, np.c_[m_i, cov_ki.T])  # L^-1 [m_I, Sigma_Ik]
-    gain_m, gain_k = solved[:, 0], solved[:, 1:]
-    new_mean = mean - gain_k.T @ gain_m
-    new_cov = cov - gain_k.T @ gain_k
-    logdet_a = 2.0 * np.log(np.diag(chol)).sum()
-    quad = gain_m @ gain_m
-    if gamma > 0.0:
-        change = (0.5 * np.log(1.0 / (gamma * scale) ** 2 / widest_precision).sum()
-                  - 0.5 * (np.log(delta).sum() + logdet_a) - 0.5 * quad)
-    else:
-        change = -0.5 * logdet_a - 0.5 * quad - 0.5 * np.log(widest_precision).sum()
-        new_mean[index] = 0.0
-        new_cov[index, :] = new_cov[:, index] = 0.0
-    return new_mean, 0.5 * (new_cov + new_cov.T), lml + change
-
-
 def _tighten_many(base, index, scale, gammas, widest):
-    """:func:`_tighten` at each of ``gammas`` (all below ``widest``), in batched
-    linear algebra: the grid's tightenings cost one call instead of one per gamma."""
+    """The fits with statistics ``index`` under prior scale ``gamma`` instead of
+    ``widest`` (> gamma), for each of ``gammas``: the tighter prior is the looser one
+    times a Gaussian factor, i.e. an observation of 0 with precision ``delta``, a
+    Kalman update of the base posterior; gamma = 0 conditions them on 0. Same results
+    as full fits, for O(k^2 |index|) each instead of O(k^3), in one batched solve.
+    Returns a list of (mean, cov, log marginal likelihood)."""
     gammas = np.asarray(gammas, float)
     if not len(gammas):
         return []
     mean, cov, lml = base
     m_i, cov_ii, cov_ki = mean[index], cov[np.ix_(index, index)], cov[:, index]
     widest_precision = 1.0 / (widest * scale) ** 2
-    positive = gammas > 0.0
-    # delta: the extra precision of each tighter prior (inf for gamma = 0: conditioning)
-    with np.errstate(divide="ignore"):
-        delta = np.where(positive[:, None],
-                         1.0 / (np.where(positive, gammas, 1.0)[:, None] * scale) ** 2
-                         - widest_precision, np.inf)
-    A = cov_ii + np.where(positive[:, None, None],
-                          np.eye(len(index)) / np.where(np.isinf(delta), 1.0, delta)[:, None, :],
-                          0.0)
+    with np.errstate(divide="ignore"):  # delta = inf where gamma = 0: conditioning
+        delta = 1.0 / (gammas[:, None] * scale) ** 2 - widest_precision  # (G, |index|)
+    A = cov_ii + np.eye(len(index)) / delta[:, None, :]
     chol = np.linalg.cholesky(0.5 * (A + np.swapaxes(A, 1, 2)))
     rhs = np.broadcast_to(np.c_[m_i, cov_ki.T], (len(gammas), len(index), 1 + len(mean)))
     solved = np.linalg.solve(chol, rhs)  # L^-1 [m_I, Sigma_Ik] per gamma
