@@ -256,7 +256,7 @@ def _fits_of(obj):
         fits = []
         n_splits = int(getattr(obj, "n_splits_", 1))
         for params in obj.cv_results_["params"]:
-            candidate = clone(obj.estimator).set_params(**params)
+            candidate = _final_step(clone(obj.estimator).set_params(**params))
             fits.extend([candidate._dp_mechanism()] * n_splits)
         if getattr(obj, "refit", False) and hasattr(obj, "best_estimator_"):
             fits.append(_final_step(obj.best_estimator_)._dp_mechanism())

@@ -10,6 +10,7 @@ from ..exceptions import IdentifiabilityWarning
 from ..models import LinearRegressionModel
 from ..noise_aware.preconditioning import recording_step_matrix
 from ._base import _BaseDPBayesianRegression, _to_seed
+from ..utils.validation import is_positive_real
 from ._settings import STATISTICS
 
 #: Values of ``mean_preconditioning``.
@@ -226,8 +227,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         # validated here, before the private run starts
         for name in ("prior_weight_scale", "prior_noise_shape", "prior_noise_scale"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float, np.floating)) and value > 0):
-                raise ValueError(f"{name} must be a number > 0, got {value!r}.")
+            if not is_positive_real(value):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
         if self.mean_preconditioning not in _MEAN_PRECONDITIONING:
             raise ValueError(f"mean_preconditioning must be one of {_MEAN_PRECONDITIONING}, "
                              f"got {self.mean_preconditioning!r}.")

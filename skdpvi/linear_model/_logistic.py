@@ -11,6 +11,7 @@ from ..models import LogisticRegressionModel
 from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
                            remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
+from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
 
 _ERROR_MODELS = ("diagonal", "coupled", "dense")
@@ -209,8 +210,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         return math.sqrt(dim / 2)
 
     def _make_model(self, n_features):
-        if not (isinstance(self.prior_scale, (int, float, np.floating)) and self.prior_scale > 0):
-            raise ValueError(f"prior_scale must be a number > 0, got {self.prior_scale!r}.")
+        if not is_positive_real(self.prior_scale):
+            raise ValueError(f"prior_scale must be a finite number > 0, got {self.prior_scale!r}.")
         if self.error_model not in _ERROR_MODELS:
             raise ValueError(f"error_model must be one of {_ERROR_MODELS}, got "
                              f"error_model={self.error_model!r}.")

@@ -196,6 +196,9 @@ class _PredictiveCoverageScorer:
         self.credibility = credibility
 
     def __call__(self, estimator, X, y):
+        if not hasattr(estimator, "sample_y") and hasattr(estimator, "steps"):
+            # a Pipeline: its last step draws, on the data its other steps transform
+            X, estimator = estimator[:-1].transform(X), estimator[-1]
         if not hasattr(estimator, "sample_y"):
             raise ValueError(
                 f"estimator {type(estimator).__name__} has no sample_y method; "
@@ -224,7 +227,8 @@ def make_predictive_coverage_scorer(*, n_samples=200, random_state=0, credibilit
     """Build a negated predictive-coverage-RMSE scorer for regressors.
 
     The scorer calls ``estimator.sample_y(X, n_samples=n_samples,
-    random_state=random_state)`` (shape (n, n_samples)) and returns
+    random_state=random_state)`` (shape (n, n_samples); for a ``Pipeline``, its last
+    step's on ``X`` transformed by the other steps) and returns
     ``-predictive_coverage_rmse(y, draws, credibility=credibility)``.
 
     Parameters

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["is_int", "is_real"]
+__all__ = ["is_int", "is_real", "is_positive_real"]
 
 
 def is_int(x):
@@ -33,3 +33,15 @@ def is_real(x):
     (True, True, True, False, False)
     """
     return isinstance(x, (numbers.Real, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def is_positive_real(x):
+    """Whether ``x`` is a finite real number > 0 (Python or NumPy, not a boolean).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> is_positive_real(np.int64(2)), is_positive_real(0.0), is_positive_real(np.inf)
+    (True, False, False)
+    """
+    return is_real(x) and bool(np.isfinite(x)) and x > 0

@@ -42,3 +42,17 @@ def test_total_privacy_spent_asks_every_candidate_of_a_search():
     eps, delta = total_privacy_spent(_Search())
     assert delta == pytest.approx(7e-5)
     assert eps == compose_epsilon([(10.0, 0.1, 3000), (20.0, 0.1, 4000)], delta)
+
+
+def test_total_privacy_spent_of_a_search_over_a_pipeline():
+    # the candidates of a search over a Pipeline are pipelines: their last step's
+    # mechanism counts (an AttributeError before)
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    class _PipelineSearch(_Search):
+        estimator = make_pipeline(StandardScaler(), _Candidate())
+        cv_results_ = {"params": [{"_candidate__noise": 10.0}, {"_candidate__noise": 20.0}]}
+        best_estimator_ = make_pipeline(StandardScaler(), _Candidate(noise=20.0))
+
+    assert total_privacy_spent(_PipelineSearch()) == total_privacy_spent(_Search())

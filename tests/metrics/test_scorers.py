@@ -130,6 +130,26 @@ def test_regression_scorer_in_grid_search():
     )
 
 
+def test_regression_scorer_unwraps_a_pipeline():
+    # Pipeline has no sample_y: the scorer draws from its last step on the data its
+    # other steps transform (every fold scored NaN before)
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(3.0, 2.0, size=(600, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=600)
+    pipe = make_pipeline(StandardScaler(), SampleYRegressor()).fit(X, y)
+    est = pipe[-1]
+    expected = -predictive_coverage_rmse(
+        y, est.sample_y(pipe[0].transform(X), n_samples=200, random_state=0))
+    assert neg_predictive_coverage_rmse_scorer(pipe, X, y) == pytest.approx(expected)
+    scores = cross_val_score(make_pipeline(StandardScaler(), SampleYRegressor()), X, y, cv=3,
+                             scoring=neg_predictive_coverage_rmse_scorer)
+    assert np.all(np.isfinite(scores)) and scores.mean() > -0.1
+
+
 def test_get_scorer_and_bad_estimators(classification_data):
     assert get_scorer("neg_calibration_rmse") is neg_calibration_rmse_scorer
     assert get_scorer("neg_expected_calibration_error") is neg_expected_calibration_error_scorer
