@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from .models.components import MeanFieldComponents
+from .utils.validation import is_real
 
 __all__ = ["NoiseAwarePosterior"]
 
@@ -175,6 +176,7 @@ class NoiseAwarePosterior:
         The arrays follow :attr:`param_names`; :meth:`summary` gives the same
         intervals in a table with the names, means and standard deviations.
         """
+        _check_credibility(credibility)
         alpha = (1 - credibility) / 2
         lo, hi = self.quantile([alpha, 1 - alpha], **kwargs)
         return lo, hi
@@ -222,9 +224,7 @@ class NoiseAwarePosterior:
         >>> table["param"].tolist()
         ['coef[age]', 'intercept']
         """
-        if not (isinstance(credibility, (int, float, np.floating))
-                and 0 < credibility < 1):
-            raise ValueError(f"credibility must be a number in (0, 1), got {credibility!r}.")
+        _check_credibility(credibility)
         draws = self.sample(n_samples, random_state, unconstrained)
         alpha = (1 - credibility) / 2
         lo, hi = np.quantile(draws, [alpha, 1 - alpha], axis=0)
@@ -250,3 +250,8 @@ class NoiseAwarePosterior:
     def __repr__(self):
         return (f"NoiseAwarePosterior(n_params={self.n_params}, "
                 f"n_components={self.n_components}, method={self.method!r})")
+
+
+def _check_credibility(credibility):
+    if not (is_real(credibility) and 0 < credibility < 1):
+        raise ValueError(f"credibility must be a number in (0, 1), got {credibility!r}.")

@@ -172,6 +172,8 @@ def test_no_training_data_in_the_fitted_model(clf_data, reg_data):
         (dict(max_iter=0), "max_iter"),
         (dict(n_mc_samples=0), "n_mc_samples"),
         (dict(learning_rate=-1.0), "learning_rate"),
+        (dict(device="foo"), "device"),
+        (dict(device=3.5), "device"),
     ],
 )
 def test_bad_parameters_name_the_problem(Est, params, match, reg_data):
@@ -515,3 +517,19 @@ def test_logistic_wander_correction_is_validated(params, match):
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match=match):
         DPBayesianLogisticRegression(max_iter=50, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("Est, name", [(DPBayesianLinearRegression, "prior_weight_scale"),
+                                       (DPBayesianLinearRegression, "prior_noise_shape"),
+                                       (DPBayesianLinearRegression, "prior_noise_scale"),
+                                       (DPBayesianLogisticRegression, "prior_scale")])
+def test_prior_hyper_parameters_take_numpy_numbers_and_refuse_non_finite_ones(Est, name,
+                                                                              reg_data):
+    # a grid search over np.arange(1, 3) passes NumPy integers (rejected before); inf
+    # ended in a ZeroDivisionError
+    X, y = reg_data
+    y = (y > 0).astype(int) if Est is DPBayesianLogisticRegression else y
+    Est(**{**QUICK, name: np.int64(2)}).fit(X, y)
+    for bad in (np.inf, 0, -1.0, "2", True):
+        with pytest.raises(ValueError, match=name):
+            Est(**{**QUICK, name: bad}).fit(X, y)

@@ -65,9 +65,11 @@ def test_summary_without_pandas(post, monkeypatch):
 
 
 @pytest.mark.parametrize("credibility", [0, 1, 1.5, "0.9"])
-def test_summary_rejects_bad_credibility(post, credibility):
+def test_summary_and_interval_reject_bad_credibility(post, credibility):
     with pytest.raises(ValueError, match="credibility"):
         post.summary(credibility, as_frame=False)
+    with pytest.raises(ValueError, match="credibility"):
+        post.interval(credibility)
 
 
 def test_logistic_posterior_summary_as_records():

@@ -54,7 +54,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         paper's alternative to 1). With 1, the means of a 57-parameter model relax
         over thousands of steps and the noise-aware posterior of the slow ones is
         nearly uninformative; on Adult that worsened calibration 2-3 times (see the
-        user guide). The linear model defaults to 1.
+        user guide). (The linear model's default differs: see its docstring.)
     scale_preconditioning : float or "auto", default="auto"
         beta for the variational scale parameters (the paper's gradient
         preconditioning); "auto" is ``1 / (learning_rate * sqrt(max_iter))``, which

@@ -13,6 +13,7 @@ from collections import namedtuple
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from sklearn.utils import check_random_state
 
 from ..accounting import DPSGDMechanism, noise_multiplier
@@ -95,6 +96,11 @@ class _SettingsMixin:
             )
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be a bool, got {self.fit_intercept!r}.")
+        try:  # torch's own errors here are a RuntimeError or, without CUDA, an AssertionError
+            torch.empty(0, device=self.device)
+        except (RuntimeError, AssertionError, TypeError) as exc:
+            raise ValueError(f"device must be a torch device available here, e.g. 'cpu'; "
+                             f"got device={self.device!r} ({exc}).") from None
         return burn_in
 
     def _resolve_burn_in(self):
