@@ -1,16 +1,15 @@
 """DPBayesianLinearRegression: regression with a noise-aware posterior."""
 
 import math
-import warnings
 
 import numpy as np
 from sklearn.base import RegressorMixin
 
-from ..exceptions import IdentifiabilityWarning
 from ..models import LinearRegressionModel
 from ..noise_aware.preconditioning import recording_step_matrix
-from ._base import _BaseDPBayesianRegression, _to_seed
 from ..utils.validation import is_positive_real
+from ._base import _BaseDPBayesianRegression, _to_seed
+from ._release_checks import check_release
 from ._settings import STATISTICS
 
 #: Values of ``mean_preconditioning``.
@@ -24,17 +23,6 @@ _AUTO_MAX_WEIGHTS = 31
 #: wander enough to bring too-wide intervals of correlated or low-information designs
 #: into spec (results page, "A larger step for the statistics posterior"; K = 200).
 _STATISTICS_LEARNING_RATE_SCALE = 2.5
-#: Above this inflation of the intercept's variance by the features' means (as the
-#: release estimates it; it reads them 10-40 % low) the fit warns that the features
-#: are not centred. Intercept z-scores over a few fits (results page, "Uncentred
-#: features"): rms 0.7-0.8 at a true inflation of 6, 1.4 at 11, 1.9 at 21.
-_CENTRED_INFLATION = 6.0
-#: Above this root mean square of a feature (as the release estimates it) the fit
-#: warns that the features are not on the unit scale the default clip norm and step
-#: assume: their gradients get clipped (results page, "Generalisation probes": one
-#: feature at sd 3 calibrated, one at sd 10 not). Small features are not clipped
-#: (rare one-hot columns are legitimately small), so there is no lower bound.
-_LARGEST_UNIT_SCALE = 4.0
 
 
 class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
@@ -279,48 +267,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         eta = self.inference_diagnostics_.get("eta_mean")
         if eta is not None and "fallback" not in self.inference_diagnostics_:
             statistics = settings.engine["model"].data_statistics(n_samples)
-            self._check_centred(statistics, eta)
-            self._check_scales(statistics, eta)
+            check_release(self, statistics, eta)
         return theta_mean
-
-    def _check_centred(self, statistics, eta):
-        """Warn when the release shows features far from centred: the intercept's
-        variance is then a small difference of large statistics that the trace cannot
-        resolve, and its interval can be confidently wrong (results page)."""
-        if not self.fit_intercept:
-            return
-        inflation = statistics.intercept_inflation(eta)
-        self.inference_diagnostics_["intercept_inflation"] = inflation
-        if inflation > _CENTRED_INFLATION:
-            # inf: the features' covariance S / N - m m^T is not even positive definite
-            # in the release's estimate, a cancellation of means far larger than sds
-            size = f"{inflation:.0f}-fold" if np.isfinite(inflation) else "beyond measure"
-            warnings.warn(
-                "The released DP-SGD trace shows features far from centred: their means "
-                f"inflate the intercept's variance {size}, and with "
-                "uncentred features the credible intervals (the intercept's first) are "
-                "unreliable, possibly far too narrow. Centre the features with public "
-                "values (for example the midpoints of public bounds) before fitting; "
-                "inference_diagnostics_['intercept_inflation'] holds the estimate.",
-                IdentifiabilityWarning, stacklevel=3)
-
-    def _check_scales(self, statistics, eta):
-        """Warn when the release shows features far above unit scale: the default clip
-        norm then clips their gradients and the intervals, the noise variance's
-        first, can be far off (results page)."""
-        scales = statistics.feature_scales(eta)
-        self.inference_diagnostics_["feature_scales"] = scales
-        outside = np.flatnonzero(scales > _LARGEST_UNIT_SCALE)
-        if len(outside) and self.clip_norm == "auto":
-            shown = ", ".join(f"{j}: {scales[j]:.3g}" for j in outside[:5])
-            warnings.warn(
-                "The released DP-SGD trace shows features far from unit scale (root mean "
-                f"square of feature {shown}), which the default clip_norm and learning "
-                "rate assume; the credible intervals (the noise variance's first) can be "
-                "far off. Scale the features with public values (for example public "
-                "bounds) before fitting, or choose clip_norm from public ranges; "
-                "inference_diagnostics_['feature_scales'] holds the estimate.",
-                IdentifiabilityWarning, stacklevel=3)
 
     def _split(self, draws):
         n = self.n_features_in_

@@ -53,8 +53,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         lambda_c of the heuristic; "auto" is sqrt(d / 2) with d = 2 * n_params (the
         paper's alternative to 1). With 1, the means of a 57-parameter model relax
         over thousands of steps and the noise-aware posterior of the slow ones is
-        nearly uninformative; on Adult that worsened calibration 2-3 times (see the
-        user guide). (The linear model's default differs: see its docstring.)
+        nearly uninformative; on Adult that worsened calibration 2-3 times (user guide).
     scale_preconditioning : float or "auto", default="auto"
         beta for the variational scale parameters (the paper's gradient
         preconditioning); "auto" is ``1 / (learning_rate * sqrt(max_iter))``, which

@@ -257,6 +257,20 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         XtX = self.unpack(np.atleast_2d(eta))[0][0]
         return np.sqrt(np.maximum(np.diag(XtX)[self.features], 0.0) / float(self.n_examples))
 
+    def target_scales(self, eta):
+        """The target's root mean square ``sqrt(y^T y / N)`` from eta, and what the
+        priors lead one to expect: the prior predictive's root mean square of y given
+        the features' mean squares, ``sqrt(E[sigma^2] (1 + w^2 sum_j (X^T X)_jj / N))``,
+        and the noise's alone, ``sqrt(E[sigma^2])`` (NaN for both where the noise
+        prior has no mean, shape <= 1). From the release's eta, a post-processing.
+        """
+        m = self.model
+        XtX, _, yty = self.unpack(np.atleast_2d(eta))
+        n = float(self.n_examples)
+        noise = m.noise_scale / (m.noise_shape - 1) if m.noise_shape > 1 else float("nan")
+        prior = noise * (1.0 + m.weight_scale**2 * np.maximum(np.diag(XtX[0]), 0.0).sum() / n)
+        return float(np.sqrt(max(yty[0], 0.0) / n)), float(np.sqrt(prior)), float(np.sqrt(noise))
+
     def pooled_statistics(self):
         """The features' diagonal of X^T X (``pool_diagonal``; results page, "Pooling
         the diagonal of X^T X")."""

@@ -111,7 +111,8 @@ def _raise_impossible():
     raise NoValidDraws(
         "No draw of the data statistics is possible under the model's prior "
         "(e.g. every residual sum of squares came out negative): the trace is too "
-        "noisy for this model. Increase epsilon or max_iter."
+        "noisy for this model, or the data are far from the scales its prior assumes. "
+        "Scale the target and features (user guide), or increase epsilon or max_iter."
     )
 
 

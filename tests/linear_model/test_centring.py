@@ -77,3 +77,32 @@ def test_the_statistics_posterior_steps_larger_than_the_gradient_model():
                                           n_posterior_samples=50, random_state=0).fit(X, y)
     np.testing.assert_allclose(np.asarray(explicit.dpvi_result_.learning_rate)[0],
                                steps["exact"])
+
+
+@pytest.mark.parametrize("transform", [lambda y: 10 * y, lambda y: y + 5.0,
+                                       lambda y: 0.01 * y])
+def test_a_target_far_from_the_priors_scale_warns(transform):
+    # measured without the warning: the target x10 or shifted by 5 gave a coefficient
+    # 60 % low or a noise variance 3x high, silently (results page, "Target scale")
+    X, y = _data(shift=0.0)
+    target = transform(y)
+    with pytest.warns(IdentifiabilityWarning, match="target of root mean square"):
+        est = _estimator().fit(X, target)
+    # the release's estimate (the tiny target's is 1.7x: the trace barely sees it)
+    assert 1 / 3 < est.inference_diagnostics_["target_scale"] / np.sqrt(np.mean(target**2)) < 3
+
+
+def test_target_scales_from_the_statistics():
+    from skdpvi.models import LinearRegressionModel
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2)) * [1.0, 2.0]
+    y = rng.normal(size=400) * 3.0
+    st = LinearRegressionModel(2, weight_scale=2.0, noise_shape=5.0,
+                               noise_scale=2.0).data_statistics(400)
+    Xi = np.c_[X, np.ones(400)]
+    eta = np.r_[(Xi.T @ Xi)[st.rows, st.cols], Xi.T @ y, y @ y]
+    rms, prior, noise = st.target_scales(eta)
+    np.testing.assert_allclose(rms, np.sqrt(np.mean(y**2)))
+    np.testing.assert_allclose(noise, np.sqrt(2.0 / 4.0))
+    np.testing.assert_allclose(prior, np.sqrt(0.5 * (1 + 4.0 * np.mean(Xi**2, 0).sum())))
