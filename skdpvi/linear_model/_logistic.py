@@ -13,6 +13,7 @@ from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wa
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
+from ._release_checks import check_within_prior
 
 _ERROR_MODELS = ("diagonal", "coupled", "dense")
 _WANDER_CORRECTIONS = ("none", "probit")
@@ -81,42 +82,37 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
         "last_iterate" ignores the DP noise (baseline). "statistics" infers a
         quadratic model of the log-likelihood (dense curvature, linear-response
         components; :func:`~skdpvi.noise_aware.statistics_posterior`): not the
-        default here, because a trace identifies the dense curvature of many
-        coupled coefficients poorly (see the user guide's inference backends).
+        default, a trace identifies that curvature poorly (user guide); a posterior
+        wider than the prior warns (``inference_diagnostics_["sd_over_prior_sd"]``).
     n_posterior_samples : int, default=1000
         Draws of phi* forming the mixture posterior, and draws used for predictions.
     error_model : {"diagonal", "coupled", "dense"}, default="diagonal"
         How the errors of the optimum phi* of the variational means are modelled
         with ``inference`` "emcee", "exact" or "laplace". "diagonal": the paper's
         gradient model, one coordinate at a time, errors independent, mean-field
-        components. "coupled": the backend's draws of the means are replaced by the
-        dense error model that the covariance of the released trace's wander
-        implies (:func:`~skdpvi.noise_aware.coupled_means`): coupled coefficients
-        err together, as they do whenever features are correlated or the curvature
-        p(1 - p) x x^T couples them. "dense": the same dense curvature, corrected
+        components. "coupled": the means' draws come from the dense error model
+        that the covariance of the released trace's wander implies
+        (:func:`~skdpvi.noise_aware.coupled_means`): coupled coefficients err
+        together, as they do whenever features are correlated. "dense": the same dense curvature, corrected
         for the finite recording window, gives both the errors of the means and the
         components' covariance, the linear-response covariance H^-1 instead of
         mean-field's conditional variances
         (:func:`~skdpvi.noise_aware.linear_response_posterior`; the backend's draws
-        are not used). Post-processing only (no privacy cost); see the results page
-        for where each is better calibrated.
+        are not used). Post-processing only; results page: where each is better.
     wander_correction : {"none", "probit"}, default="none"
         Whether to remove the outward bias that the wander of constant-step DP-SGD
         gives the means: averaged over the trace, each example's expected sigmoid
         sees a logit variance grown by the wander, as if the posterior were wider,
         and the fitted optimum is pushed outward. "probit" removes it to first order
         with the probit approximation of the sigmoid, from the release alone
-        (:func:`~skdpvi.noise_aware.logistic_wander_width`,
-        :func:`~skdpvi.noise_aware.remove_wander_bias`; needs ``fit_intercept`` and
-        ``inference`` "emcee", "exact" or "laplace"). Post-processing only (no
-        privacy cost). Not the default: where the trace is still relaxing along the
-        coefficient vector in the recording window (few rows per coefficient), an
-        inward lag of about the same size offsets the bias, and removing only the
-        bias is worse (results page).
+        (:func:`~skdpvi.noise_aware.remove_wander_bias`; needs ``fit_intercept`` and
+        ``inference`` "emcee", "exact" or "laplace"). Post-processing only. Not the
+        default: where the trace is still relaxing along the coefficient vector, an
+        inward lag offsets the bias, and removing only the bias is worse (results page).
     onehot_blocks : sequence of sequences of int, default=None
         Columns of each categorical feature one-hot encoded with all its categories
-        (public schema): the posterior takes the prior, its exact posterior, along the
-        directions they leave the likelihood flat in (user guide, "One-hot blocks").
+        (public schema): the posterior takes the prior along the directions they
+        leave the likelihood flat in (user guide, "One-hot blocks").
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept.
     fit_intercept : bool, default=True
@@ -158,14 +154,13 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
     dpvi_result_ : DPVIResult
         The privatised trace statistics (covered by the DP guarantee).
     inference_diagnostics_ : dict
-        Backend diagnostics (emcee: acceptance, autocorrelation, ESS per coordinate,
-        and the chain, thinned; :func:`skdpvi.integrations.to_inference_data`
-        exports them to ArviZ).
+        Backend diagnostics (emcee: acceptance, autocorrelation, ESS, the thinned
+        chain, for :func:`skdpvi.integrations.to_inference_data`; every backend:
+        ``sd_over_prior_sd``).
 
     Notes
     -----
-    Sample weights are not accepted: weighting examples changes the per-example
-    sensitivity and would void the privacy accounting.
+    Sample weights are not accepted: they would change the per-example sensitivity.
 
     Examples
     --------
@@ -227,6 +222,11 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                     f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
                     f"'exact' or 'laplace', got inference={self.inference!r}.")
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
+
+    def _fit_from_result(self, result, settings, n_samples, seeds):
+        theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
+        check_within_prior(self, self._theta_draws, self.prior_scale)
+        return theta_mean
 
     def _phi_star_backend(self):
         # the dense model draws the means itself: the cheap backend only runs the

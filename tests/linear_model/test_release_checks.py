@@ -1,6 +1,6 @@
-"""The linear estimator warns when the release shows uncentred features, or
-features far from the unit scale its defaults assume."""
-
+"""The checks of a fit on its release (skdpvi.linear_model._release_checks): the linear
+estimator warns about uncentred features, features or a target far from the scales its
+defaults assume; the logistic one about a posterior wider than its prior."""
 import warnings
 
 import numpy as np
@@ -106,3 +106,35 @@ def test_target_scales_from_the_statistics():
     np.testing.assert_allclose(rms, np.sqrt(np.mean(y**2)))
     np.testing.assert_allclose(noise, np.sqrt(2.0 / 4.0))
     np.testing.assert_allclose(prior, np.sqrt(0.5 * (1 + 4.0 * np.mean(Xi**2, 0).sum())))
+
+
+def test_a_logistic_posterior_wider_than_its_prior_warns():
+    # with a Gaussian prior and a log-concave likelihood the exact posterior is never
+    # wider than the prior (Brascamp-Lieb); inference="statistics" gave 6-17 times
+    from types import SimpleNamespace
+
+    from skdpvi.linear_model._release_checks import check_within_prior
+
+    rng = np.random.default_rng(0)
+    est = SimpleNamespace(inference_diagnostics_={}, inference="statistics")
+    with pytest.warns(IdentifiabilityWarning, match="wider than the prior"):
+        check_within_prior(est, rng.normal(0.0, [0.5, 7.0], size=(4000, 2)), 1.0)
+    np.testing.assert_allclose(est.inference_diagnostics_["sd_over_prior_sd"], [0.5, 7.0],
+                               rtol=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        check_within_prior(est, rng.normal(0.0, [0.5, 1.2], size=(4000, 2)), 1.0)
+
+
+def test_logistic_fits_report_their_width_against_the_prior():
+    from skdpvi import DPBayesianLogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 3))
+    y = (rng.random(1000) < 1 / (1 + np.exp(-(X @ [1.0, -0.5, 0.0] + 0.3)))).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        est = DPBayesianLogisticRegression(max_iter=1000, n_posterior_samples=300,
+                                           random_state=0).fit(X, y)
+    ratio = est.inference_diagnostics_["sd_over_prior_sd"]
+    assert ratio.shape == (4,) and np.all(ratio < 1.0)
