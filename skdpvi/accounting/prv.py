@@ -98,7 +98,9 @@ def _prv_epsilon_unchecked(history, delta, eps_error):
         size = next_fast_len(size + 1, real=True)
     half = size // 2
     domain = Domain(-(half - 1) * mesh, half * mesh, size)
-    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) at q = 1 is handled
+    # log(0) at q = 1, and exp overflowing to inf far in the tails at small sigma, are
+    # handled by Opacus' own masking (the result is checked for finiteness below)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         dprvs = [
             discretize(TruncatedPrivacyRandomVariable(prv, domain.t_min, domain.t_max), domain)
             for prv in prvs

@@ -44,3 +44,13 @@ def test_full_batch_sampling_rate_one_works():
 def test_unreachable_budget_is_an_error():
     with pytest.raises(ValueError, match="cannot be reached"):
         noise_multiplier(1e-6, 1e-5, 1.0, 1_000_000)
+
+
+def test_an_unreachably_large_epsilon_fails_without_numpy_warnings():
+    # it printed about 40 overflow RuntimeWarnings from Opacus' PRV code first
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="cannot be reached"):
+            noise_multiplier(1e4, 1e-5, 0.1, 200)
