@@ -110,8 +110,8 @@ def test_target_scales_from_the_statistics():
 
 
 def test_a_logistic_posterior_wider_than_its_prior_warns():
-    # with a Gaussian prior and a log-concave likelihood the exact posterior is never
-    # wider than the prior (Brascamp-Lieb); inference="statistics" gave 6-17 times
+    # given the data, a Gaussian prior and a log-concave likelihood never give a
+    # posterior wider than the prior (Brascamp-Lieb); inference="statistics" gave 4-17x
     from types import SimpleNamespace
 
     from skdpvi.linear_model._release_checks import check_within_prior
