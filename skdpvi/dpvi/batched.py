@@ -37,7 +37,8 @@ def _padded_indices(blocks, n_examples, device):
     """
     width = max(max(b.index.shape[1] for b in blocks), 1)
     n_block, n_runs = blocks[0].index.shape[0], len(blocks)
-    small = torch.int32 if n_runs * n_examples < 2**31 else torch.int64
+    small = (torch.int32 if n_runs * n_examples < 2**31 and blocks[0].index.dtype == torch.int32
+             else torch.int64)
     index = torch.empty((n_block, n_runs, width), dtype=small, device=device)
     for r, b in enumerate(blocks):
         used = b.index.shape[1]

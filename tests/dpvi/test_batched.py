@@ -118,3 +118,22 @@ def test_glm_models_that_do_not_broadcast_run_under_vmap(monkeypatch):
     for data, seed, got in zip(datasets, [1, 2, 3], batched):
         want = run_dpvi(LogisticRegressionModel(3), data, random_state=seed, **kwargs)
         np.testing.assert_allclose(got.phi, want.phi, rtol=1e-4, atol=1e-6)
+
+
+def test_padded_indices_point_into_each_runs_rows():
+    # run r's row i sits at r * n_examples + i; padding points at the run's own first
+    # row with mask 0; int32 unless the rows need int64
+    from types import SimpleNamespace
+
+    from skdpvi.dpvi.batched import _padded_indices
+
+    def block(rows, count, dtype):
+        return SimpleNamespace(index=torch.tensor([rows], dtype=dtype),
+                               counts=torch.tensor([count]))
+
+    for dtype in (torch.int32, torch.int64):
+        index, mask, widths = _padded_indices(
+            [block([0, 3, 0], 2, dtype), block([1, 2, 4], 3, dtype)], 5, "cpu")
+        assert index.dtype == dtype and widths == [3]
+        assert index.tolist() == [[[0, 3, 0], [6, 7, 9]]]
+        assert mask.tolist() == [[[True, True, False], [True, True, True]]]
