@@ -125,6 +125,8 @@ def test_padded_indices_point_into_each_runs_rows():
     # row with mask 0; int32 unless the rows need int64
     from types import SimpleNamespace
 
+    import torch
+
     from skdpvi.dpvi.batched import _padded_indices
 
     def block(rows, count, dtype):
