@@ -145,6 +145,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         with public values. ``inference_diagnostics_["feature_scales"]`` is every
         feature's root mean square as the release estimates it; above 4 (with
         ``clip_norm="auto"``) the fit warns too: scale the features with public values.
+        ``inference_diagnostics_["target_scale"]`` is the target's; more than 4 times
+        what the priors predict, or under a quarter of their noise sd, warns too.
 
     Notes
     -----
