@@ -31,6 +31,7 @@ import numpy as np
 from scipy.signal import fftconvolve
 from scipy.special import log_ndtr
 
+from ..utils.blas import limit_blas_threads
 from .base import Accountant
 from .calibrate import calibrate
 from .mechanism import merge_repeats
@@ -249,8 +250,9 @@ def pld_epsilon(history, delta, grid=_GRID, points_per_scale=50):
     grid = min(grid, min(loss_scale(sigma, q) for sigma, q, _ in history) / points_per_scale)
     n_cuts = 4 * sum(max(int(t).bit_length(), 1) for _, _, t in history) + 4
     tail = min(delta * 1e-6 / n_cuts, 1e-13)
-    remove, add = _composed(tuple(history), float(grid), tail)
-    return max(remove.epsilon(delta), add.epsilon(delta))
+    with limit_blas_threads(1):  # the same rounding however many threads (utils.blas)
+        remove, add = _composed(tuple(history), float(grid), tail)
+        return max(remove.epsilon(delta), add.epsilon(delta))
 
 
 class PLDAccountant(Accountant):

@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 from scipy.fft import next_fast_len
 
+from ..utils.blas import limit_blas_threads
 from .base import Accountant
 from .calibrate import calibrate
 from .mechanism import merge_repeats
@@ -58,7 +59,8 @@ def _prv_epsilon(history, delta, eps_error):
     discretisation grid to a length the FFT handles fast (about 5x quicker).
     """
     try:
-        return _prv_epsilon_unchecked(history, delta, eps_error)
+        with limit_blas_threads(1):  # the same rounding however many threads (utils.blas)
+            return _prv_epsilon_unchecked(history, delta, eps_error)
     except PRVFailed:
         raise
     except (RuntimeError, ValueError, FloatingPointError, OverflowError) as exc:

@@ -24,7 +24,8 @@ import threading
 from contextlib import contextmanager
 
 import torch
-from threadpoolctl import ThreadpoolController
+
+from ..utils.blas import _blas_limiter
 
 _lock = threading.Lock()
 _state = {"users": 0, "saved": None, "blas": None}
@@ -43,32 +44,6 @@ def _resolve_threads(n_threads):
             f"n_threads (or $SKDPVI_NUM_THREADS) must be an integer >= 1, got {n_threads!r}."
         )
     return value
-
-
-def _blas_limiter(n_threads):
-    """Limit NumPy's and SciPy's BLAS to ``n_threads``; ``.restore_original_limits()``
-    undoes it.
-
-    Scoped to the BLAS libraries: ``threadpoolctl.threadpool_limits(user_api="blas")``
-    would restore *every* library on exit, torch's OpenMP included, to its value when
-    the limit was set, which left torch's OpenMP and MKL thread counts disagreeing
-    after a fit (the next fit's small operations 2x slower, measured).
-    """
-    return ThreadpoolController().select(user_api="blas").limit(limits=n_threads)
-
-
-@contextmanager
-def limit_blas_threads(n_threads=1):
-    """Run the block with NumPy's and SciPy's BLAS on ``n_threads`` threads.
-
-    Small matrices gain nothing from a second BLAS thread, and on a busy machine its
-    spinning costs 10-100x (doc/performance.rst, "Threads").
-    """
-    limiter = _blas_limiter(n_threads)
-    try:
-        yield
-    finally:
-        limiter.restore_original_limits()
 
 
 @contextmanager

@@ -52,7 +52,7 @@ import warnings
 import numpy as np
 
 from ..dpvi.mechanism import group_clip_norms
-from ..dpvi.threads import limit_blas_threads
+from ..utils.blas import limit_blas_threads
 from ..exceptions import IdentifiabilityWarning
 from ..models.clipping_correction import clipping_correction
 from .convergence import _statistics_split_check

@@ -104,7 +104,9 @@ def test_runs_limit_numpys_blas_and_leave_torchs_openmp_as_they_found_it(two_thr
             assert torch.get_num_threads() == 2
             assert _blas_threads() == blas_before
         assert inside and all(counts and set(counts) == {1} for counts in inside)
-    with threads.limit_blas_threads(1):
+    from skdpvi.utils.blas import limit_blas_threads
+
+    with limit_blas_threads(1):
         assert set(_blas_threads()) == {1} and torch.get_num_threads() == 2
     assert torch.get_num_threads() == 2
 
