@@ -1,7 +1,7 @@
 """Time of a TARP study through the public API: batched tasks against one fit per job.
 
 The Table 2 cell: ``DPBayesianLinearRegression()`` with its defaults (epsilon 1,
-T = 10,000, emcee post-processing, ...), data from
+T = 10,000, the statistics posterior, ...), data from
 ``skdpvi.datasets.make_nig_linear_regression(5000)``, TARP in the unconstrained space.
 ``run_tarp_study`` runs K simulations in tasks of ``batch_size`` (default "auto",
 64): each task fits its simulations together (DP-SGD in lockstep,
