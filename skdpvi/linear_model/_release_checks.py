@@ -41,7 +41,9 @@ def check_centred(est, statistics, eta):
     resolve, and its interval can be confidently wrong (results page)."""
     if not est.fit_intercept:
         return
-    inflation = statistics.intercept_inflation(eta)
+    blocks = est._onehot_blocks(est.n_features_in_)
+    inflation = statistics.intercept_inflation(
+        eta, exclude=np.concatenate(blocks) if blocks else ())
     est.inference_diagnostics_["intercept_inflation"] = inflation
     if inflation > _CENTRED_INFLATION:
         # inf: the features' covariance S / N - m m^T is not even positive definite

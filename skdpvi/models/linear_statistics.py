@@ -216,7 +216,7 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         last = self.p - 1
         return ((self.rows[index] == last) | (self.cols[index] == last)).astype(int)
 
-    def intercept_inflation(self, eta):
+    def intercept_inflation(self, eta, exclude=()):
         """How much the features' offset inflates the intercept's variance, from eta.
 
         ``N / (N - s^T S^-1 s) = 1 + m^T C^-1 m`` with ``s = X^T 1``, S the features'
@@ -225,14 +225,17 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         the mean from 0 plus one otherwise (inf where C is not positive definite).
         The intercept's interval rests on the small difference ``N - s^T S^-1 s``,
         which a trace resolves only where this is small (results page). NaN without
-        an intercept. From the release's eta, a post-processing.
+        an intercept. Features in ``exclude`` are left out (one-hot blocks, whose sum
+        with the intercept is a direction the posterior takes from the prior). From
+        the release's eta, a post-processing.
         """
         if not self.model.fit_intercept:
             return float("nan")
-        if self.p == 1:  # the intercept alone
+        features = np.setdiff1d(np.arange(self.p - 1), np.asarray(exclude, int))
+        if not len(features):  # the intercept alone
             return 1.0
         XtX = self.unpack(np.atleast_2d(eta))[0][0]
-        n, features = float(self.n_examples), np.arange(self.p - 1)
+        n = float(self.n_examples)
         mean = XtX[-1, features] / n
         cov = XtX[np.ix_(features, features)] / n - np.outer(mean, mean)
         try:
