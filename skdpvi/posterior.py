@@ -142,31 +142,85 @@ class NoiseAwarePosterior:
         return theta if unconstrained else self.to_constrained(theta)
 
     def to_constrained(self, theta):
-        """Map unconstrained parameters to the model's parameter space."""
+        """Map unconstrained parameters to the model's parameter space.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., n_params)
+
+        Returns
+        -------
+        ndarray of the same shape
+        """
         with torch.no_grad():
             out = self.model.constrain(torch.as_tensor(np.asarray(theta, float)))
         return out.numpy()
 
     def to_unconstrained(self, theta):
-        """Map constrained parameters (e.g. a true simulated theta) to unconstrained."""
+        """Map constrained parameters (e.g. a true simulated theta) to unconstrained.
+
+        Parameters
+        ----------
+        theta : array-like of shape (..., n_params)
+
+        Returns
+        -------
+        ndarray of the same shape
+        """
         with torch.no_grad():
             out = self.model.unconstrain(torch.as_tensor(np.asarray(theta, float)))
         return out.numpy()
 
     def mean(self, n_samples=20_000, random_state=0, unconstrained=False):
-        """Posterior mean (Monte Carlo; exact in the unconstrained space for mean-field mixtures)."""
+        """Posterior mean (Monte Carlo; exact in the unconstrained space for mean-field mixtures).
+
+        Parameters
+        ----------
+        n_samples : int, default=20_000
+            Monte Carlo draws from the mixture.
+        random_state : int, numpy Generator or None, default=0
+        unconstrained : bool, default=False
+            In the unconstrained space of the inference instead of the model's.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+        """
         if unconstrained and isinstance(self.components, MeanFieldComponents):
             return self.means.mean(0)
         return self.sample(n_samples, random_state, unconstrained).mean(0)
 
     def std(self, n_samples=20_000, random_state=0, unconstrained=False):
-        """Posterior standard deviation (Monte Carlo; exact unconstrained for mean-field mixtures)."""
+        """Posterior standard deviation (Monte Carlo; exact unconstrained for mean-field mixtures).
+
+        Parameters
+        ----------
+        n_samples : int, default=20_000
+            Monte Carlo draws from the mixture.
+        random_state : int, numpy Generator or None, default=0
+        unconstrained : bool, default=False
+            In the unconstrained space of the inference instead of the model's.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+        """
         if unconstrained and isinstance(self.components, MeanFieldComponents):
             return np.sqrt((self.scales**2).mean(0) + self.means.var(0))
         return self.sample(n_samples, random_state, unconstrained).std(0)
 
     def quantile(self, q, n_samples=20_000, random_state=0, unconstrained=False):
-        """Posterior quantiles by Monte Carlo, shape ``np.shape(q) + (n_params,)``."""
+        """Posterior quantiles by Monte Carlo, shape ``np.shape(q) + (n_params,)``.
+
+        Parameters
+        ----------
+        q : float or array-like of floats in [0, 1]
+        n_samples : int, default=20_000
+            Monte Carlo draws from the mixture.
+        random_state : int, numpy Generator or None, default=0
+        unconstrained : bool, default=False
+            In the unconstrained space of the inference instead of the model's.
+        """
         draws = self.sample(n_samples, random_state, unconstrained)
         return np.quantile(draws, q, axis=0)
 
@@ -175,6 +229,17 @@ class NoiseAwarePosterior:
 
         The arrays follow :attr:`param_names`; :meth:`summary` gives the same
         intervals in a table with the names, means and standard deviations.
+
+        Parameters
+        ----------
+        credibility : float, default=0.9
+            Probability mass of the central interval, in (0, 1).
+        **kwargs
+            ``n_samples``, ``random_state``, ``unconstrained``, as in :meth:`quantile`.
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (n_params,)
         """
         _check_credibility(credibility)
         alpha = (1 - credibility) / 2

@@ -3,7 +3,6 @@
 import math
 
 import numpy as np
-from scipy.special import expit, log_expit
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
@@ -13,13 +12,15 @@ from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wa
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
+from ._logistic_predictions import _LogisticPredictions
 from ._release_checks import check_within_prior
 
 _ERROR_MODELS = ("diagonal", "coupled", "dense")
 _WANDER_CORRECTIONS = ("none", "probit")
 
 
-class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
+class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
+                                   _BaseDPBayesianRegression):
     """Differentially private Bayesian logistic regression (NA-DPVI).
 
     Fits y | x ~ Bernoulli(sigmoid(x . w + b)) with prior (w, b) ~ N(0, prior_scale^2 I)
@@ -310,88 +311,6 @@ class DPBayesianLogisticRegression(ClassifierMixin, _BaseDPBayesianRegression):
                 "y contains only one class; the classifier needs 2 classes to fit."
             )
         return X, y01.astype(np.float32)
-
-    def _draw_logits(self, X):
-        X = self._check_X(X)
-        n = X.shape[1]
-        draws = self._theta_draws
-        logits = X @ draws[:, :n].T
-        if self.fit_intercept:
-            logits = logits + draws[:, n]
-        return logits  # (n_samples, n_draws)
-
-    def predict_proba(self, X):
-        """Posterior predictive probabilities, averaged over posterior draws.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-            Columns in ``classes_`` order.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_classification
-        >>> X, y = make_classification(n_samples=1000, n_features=3, n_informative=2,
-        ...                            n_redundant=0, random_state=1)
-        >>> clf = DPBayesianLogisticRegression(max_iter=300, inference="exact",
-        ...                                    random_state=0).fit(X, y)
-        >>> clf.predict_proba(X[:3]).sum(1)
-        array([1., 1., 1.])
-        """
-        p1 = expit(self._draw_logits(X)).mean(1)
-        return np.column_stack([1 - p1, p1])
-
-    def predict_log_proba(self, X):
-        """Log of :meth:`predict_proba`, computed stably.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_classification
-        >>> X, y = make_classification(n_samples=1000, n_features=3, random_state=1)
-        >>> clf = DPBayesianLogisticRegression(max_iter=300, inference="exact",
-        ...                                    random_state=0).fit(X, y)
-        >>> clf.predict_log_proba(X[:1]).shape
-        (1, 2)
-        """
-        logits = self._draw_logits(X)
-        k = logits.shape[1]
-        log_p1 = np.logaddexp.reduce(log_expit(logits), axis=1) - np.log(k)
-        log_p0 = np.logaddexp.reduce(log_expit(-logits), axis=1) - np.log(k)
-        return np.column_stack([log_p0, log_p1])
-
-    def decision_function(self, X):
-        """Log-odds of the posterior predictive probability of ``classes_[1]``.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_classification
-        >>> X, y = make_classification(n_samples=1000, n_features=3, random_state=1)
-        >>> clf = DPBayesianLogisticRegression(max_iter=300, inference="exact",
-        ...                                    random_state=0).fit(X, y)
-        >>> clf.decision_function(X[:2]).shape
-        (2,)
-        """
-        log_p = self.predict_log_proba(X)
-        return log_p[:, 1] - log_p[:, 0]
-
-    def predict(self, X):
-        """Most probable class under the posterior predictive.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import make_classification
-        >>> X, y = make_classification(n_samples=1000, n_features=3, random_state=1)
-        >>> clf = DPBayesianLogisticRegression(max_iter=300, inference="exact",
-        ...                                    random_state=0).fit(X, y)
-        >>> set(clf.predict(X)) <= set(clf.classes_)
-        True
-        """
-        positive = self.decision_function(X) > 0
-        return self.classes_[positive.astype(int)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
