@@ -297,7 +297,24 @@ def privatize(per_example, clip_norm, noise_std, preconditioner, generator=None,
 
 
 def release(clipped_sum, noise_std, preconditioner, generator=None, noise=None):
-    """Add N(0, noise_std^2 I) to a clipped sum and divide by beta."""
+    """Add N(0, noise_std^2 I) to a clipped sum and divide by beta.
+
+    Parameters
+    ----------
+    clipped_sum : torch.Tensor of shape (d,), float64
+    noise_std : float
+        sigma * C.
+    preconditioner : torch.Tensor of shape (d,), float64
+        beta.
+    generator : torch.Generator, optional
+        Draws the standard normal noise when ``noise`` is not given.
+    noise : torch.Tensor of shape (d,), float64, optional
+        Pre-drawn standard normal noise.
+
+    Returns
+    -------
+    g_tilde : torch.Tensor of shape (d,), float64
+    """
     if noise is None:
         noise = torch.randn(
             preconditioner.shape[0], generator=generator, dtype=torch.float64,

@@ -33,8 +33,22 @@ def poisson_subsamples(n_examples, sampling_rate, n_steps, generator, device="cp
     about ``rate * n_examples`` draws per step instead of ``n_examples``, drawn for
     all steps at once. The indices of each step come out sorted.
 
-    ``chunk`` is the number of gaps drawn per step before checking whether the end
-    of the data was reached (default: mean + 6 sd + 16); more are drawn if not.
+    Parameters
+    ----------
+    n_examples : int
+    sampling_rate : float
+        In (0, 1]; 1 takes every example.
+    n_steps : int
+    generator : torch.Generator
+    device : str or torch.device, default="cpu"
+    chunk : int, optional
+        Gaps drawn per step before checking whether the end of the data was reached
+        (default: mean + 6 sd + 16); more are drawn if not.
+
+    Returns
+    -------
+    list of torch.Tensor
+        ``n_steps`` sorted int64 index tensors.
     """
     index, counts = _poisson_block(n_examples, sampling_rate, n_steps, generator, device,
                                    chunk)
@@ -127,7 +141,20 @@ def _poisson_block(n_examples, sampling_rate, n_steps, generator, device="cpu", 
 
 
 def poisson_subsample(n_examples, sampling_rate, generator, device="cpu"):
-    """Indices of one Poisson subsample (see :func:`poisson_subsamples`)."""
+    """Indices of one Poisson subsample (see :func:`poisson_subsamples`).
+
+    Parameters
+    ----------
+    n_examples : int
+    sampling_rate : float
+    generator : torch.Generator
+    device : str or torch.device, default="cpu"
+
+    Returns
+    -------
+    torch.Tensor
+        Sorted int64 indices; possibly empty.
+    """
     return poisson_subsamples(n_examples, sampling_rate, 1, generator, device)[0]
 
 

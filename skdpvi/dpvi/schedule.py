@@ -22,6 +22,21 @@ def heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, dim, scale=Non
     ``scale`` (lambda_c) defaulting to 1, the paper's default. Its alternative
     ``sqrt(dim / 2)`` reduces the rate to ``1 / (noise_multiplier * clip_norm * sqrt(n_steps))``.
 
+    Parameters
+    ----------
+    noise_multiplier, clip_norm : float
+        sigma and C of the run.
+    n_steps : int
+        T.
+    dim : int
+        d = 2 * n_params, the length of phi.
+    scale : float, optional
+        lambda_c (default 1).
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> heuristic_learning_rate(10.0, 2.0, 10_000, 8, scale=2.0)
