@@ -139,8 +139,15 @@ def glm_clip_and_sum(model, phi, eps, batch, n_examples, preconditioner, clip_no
 
     Parameters
     ----------
+    model : skdpvi.models.GLMModel
     phi, eps, preconditioner : torch.Tensor
         As in :func:`per_example_gradients`, in the dtype of the data.
+    batch : (X, y) of torch.Tensor
+        The batch's rows (B, n_weights) and targets (B,).
+    n_examples : int
+        N, which scales the prior's share of each example's gradient.
+    clip_norm : float
+        C: every (preconditioned) row is clipped to norm at most C.
     row_sq_norms : torch.Tensor of shape (B,)
         ``|beta_w * x_i|^2`` of the batch rows (computed once per fit).
     weights : torch.Tensor of shape (B,), optional

@@ -27,6 +27,18 @@ class TraceStatistics:
     ``sum_xxt``, when present, is the (d, d) matrix ``sum x_t x_t^T`` (its diagonal is
     ``sum_xx``): the covariance of the wander, which the coupled error model of the
     means reads (:func:`~skdpvi.noise_aware.coupled_means`).
+
+    Attributes
+    ----------
+    count : int
+        Pairs summed.
+    shift : ndarray of shape (d,)
+        phi at the burn-in step, subtracted before summing.
+    sum_x, sum_xx, sum_g, sum_gg, sum_gx : ndarray of shape (d,)
+        The sums above, per coordinate.
+    halves : tuple of two TraceStatistics or None
+        The same sums over each half of the window.
+    sum_xxt : ndarray of shape (d, d) or None
     """
 
     count: int
