@@ -40,7 +40,14 @@ def _scale_parts(phi):
 
 
 class GammaExponentialStatistics(DataStatistics):
-    """eta = (sum of x,) for :class:`~skdpvi.models.GammaExponentialModel`."""
+    """eta = (sum of x,) for :class:`~skdpvi.models.GammaExponentialModel`.
+
+    Parameters
+    ----------
+    model : GammaExponentialModel
+    n_examples : int
+        N, the number of rows (public).
+    """
 
     n_statistics = 1
     statistic_names = ("sum_x",)
@@ -93,7 +100,14 @@ def _exponential_grid(rate, n_points=1001, reach=40.0):
 
 
 class BetaBernoulliStatistics(DataStatistics):
-    """eta = (number of ones,) for :class:`~skdpvi.models.BetaBernoulliModel`."""
+    """eta = (number of ones,) for :class:`~skdpvi.models.BetaBernoulliModel`.
+
+    Parameters
+    ----------
+    model : BetaBernoulliModel
+    n_examples : int
+        N, the number of rows (public).
+    """
 
     n_statistics = 1
     statistic_names = ("sum_x",)
@@ -143,7 +157,14 @@ _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 class DirichletCategoricalStatistics(DataStatistics):
     """eta = (n_1, n_2), counts of the first two categories, for
-    :class:`~skdpvi.models.DirichletCategoricalModel` (n_3 = N - n_1 - n_2)."""
+    :class:`~skdpvi.models.DirichletCategoricalModel` (n_3 = N - n_1 - n_2).
+
+    Parameters
+    ----------
+    model : DirichletCategoricalModel
+    n_examples : int
+        N, the number of rows (public).
+    """
 
     n_statistics = 2
     statistic_names = ("count[0]", "count[1]")
