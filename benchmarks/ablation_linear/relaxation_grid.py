@@ -1,0 +1,97 @@
+"""Over-confidence of the linear default against the means' relaxation count, on a grid.
+
+For d features, N rows and epsilon on a grid (``make_nig``-style data as in
+``feedback_bias.py``), K fits of the default ``DPBayesianLinearRegression`` each, and
+per fit:
+
+- the coefficient z-scores' root mean square (1 is calibrated, above 1 too narrow);
+- the means' relaxation count in the recording window, true
+  (``n_window * lr_j * kappa * (X^T X)_jj / sigma^2``) and as the release estimates
+  it (the posterior mean of the diagonal of X^T X, ``inference_diagnostics_["eta_mean"]``,
+  and of 1 / sigma^2), median over the features;
+- whether the fit warned (IdentifiabilityWarning / ConvergenceWarning).
+
+Writes ``results/relaxation_grid.json``. Results: doc/results.rst, "Small data at
+small epsilon". Run from ``benchmarks/``:
+python ablation_linear/relaxation_grid.py --k 6
+"""
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from skdpvi import DPBayesianLinearRegression  # noqa: E402
+from skdpvi.dpvi import run_dpvi  # noqa: E402
+from skdpvi.models.statistics import vech_indices  # noqa: E402
+
+
+def one(seed, d, n, epsilon):
+    rng = np.random.default_rng(seed + 100)
+    var = 0.5 / rng.gamma(20.0)
+    theta = rng.normal(0, 2 * np.sqrt(var), d + 1)
+    X = rng.standard_normal((n, d))
+    y = X @ theta[:-1] + theta[-1] + rng.normal(0, np.sqrt(var), n)
+    est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        X_fit, y_fit = est._fit_inputs(X, y)
+        settings = est._engine_settings(n, d)
+        result = run_dpvi(data=(X_fit, y_fit), random_state=est._fit_seeds().engine,
+                          **settings.engine)
+        est._fit_from_result(result, settings, n, est._fit_seeds())
+    draws = est.sample_posterior(4000, random_state=0)
+    z = (draws.mean(0) - np.r_[theta, var]) / draws.std(0)
+    rows, cols = vech_indices(d + 1)
+    diagonal = np.flatnonzero(rows == cols)[:d]
+    n_window = result.n_steps - result.burn_in
+    step = n_window * result.learning_rate[:d] * result.sampling_rate
+    true_relax = step * (X * X).sum(0) / var
+    eta = est.inference_diagnostics_.get("eta_mean")
+    est_relax = (step * eta[diagonal] * np.mean(1 / draws[:, -1])
+                 if eta is not None else np.full(d, np.nan))
+    return dict(z_rms=float(np.sqrt(np.mean(z[:-1] ** 2))),
+                relax_true=float(np.median(true_relax)),
+                relax_release=float(np.median(est_relax)),
+                warned=sorted({type(w.message).__name__ for w in caught
+                               if issubclass(w.category, Warning)}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ds", type=int, nargs="+", default=[3, 5, 10, 20])
+    parser.add_argument("--ns", type=int, nargs="+", default=[200, 300, 500, 1000, 2000])
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0])
+    parser.add_argument("--k", type=int, default=6)
+    parser.add_argument("--out", default="results/relaxation_grid.json")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    cells = []
+    for d, n, eps in itertools.product(args.ds, args.ns, args.epsilons):
+        start = time.perf_counter()
+        fits = [one(seed, d, n, eps) for seed in range(args.k)]
+        z_rms = [f["z_rms"] for f in fits]
+        cell = dict(d=d, n=n, epsilon=eps, fits=fits,
+                    z_rms_pooled=float(np.sqrt(np.mean(np.square(z_rms)))),
+                    relax_true=float(np.median([f["relax_true"] for f in fits])),
+                    relax_release=float(np.median([f["relax_release"] for f in fits])))
+        cells.append(cell)
+        print(f"d={d:2d} N={n:5d} eps={eps:<4} z rms {cell['z_rms_pooled']:.2f} "
+              f"(fits {min(z_rms):.2f}-{max(z_rms):.2f}) relaxations true "
+              f"{cell['relax_true']:.0f} release {cell['relax_release']:.0f}; warned "
+              f"{sum(bool(f['warned']) for f in fits)}/{len(fits)} "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
+    with open(args.out, "w") as fh:
+        json.dump(dict(k=args.k, cells=cells), fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
