@@ -122,6 +122,18 @@ def test_grid_search_serial_and_parallel_agree(reg_data):
         compose_epsilon(fits * 2 + [(best.noise_multiplier_, 0.1, 200)], 9e-5), rel=1e-6)
 
 
+def test_predictions_follow_the_fitted_intercept_not_a_later_set_params(clf_data, reg_data):
+    X, y = reg_data
+    reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(X, y + 1.0)
+    before = reg.predict(X[:5])
+    reg.set_params(fit_intercept=False)
+    np.testing.assert_array_equal(reg.predict(X[:5]), before)
+    clf = DPBayesianLogisticRegression(**QUICK, fit_intercept=False, random_state=0).fit(*clf_data)
+    before = clf.predict_proba(clf_data[0][:5])
+    clf.set_params(fit_intercept=True)  # was an IndexError
+    np.testing.assert_array_equal(clf.predict_proba(clf_data[0][:5]), before)
+
+
 def test_pickle_round_trip(reg_data):
     reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(*reg_data)
     restored = pickle.loads(pickle.dumps(reg))
@@ -174,6 +186,11 @@ def test_no_training_data_in_the_fitted_model(clf_data, reg_data):
         (dict(learning_rate=-1.0), "learning_rate"),
         (dict(device="foo"), "device"),
         (dict(device=3.5), "device"),
+        (dict(epsilon=None), "epsilon"),
+        (dict(delta=None), "delta"),
+        (dict(sampling_rate=None), "sampling_rate"),
+        (dict(verbose=-1), "verbose"),
+        (dict(verbose="x"), "verbose"),
     ],
 )
 def test_bad_parameters_name_the_problem(Est, params, match, reg_data):

@@ -183,6 +183,8 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         self.clip_norm_ = settings.engine["clip_norm"]
         self.n_iter_ = int(self.max_iter)
         self.burn_in_ = settings.engine["burn_in"]
+        # predictions follow the fitted parameters, not a later set_params(fit_intercept=...)
+        self._fitted_intercept = bool(self.fit_intercept)
         self.param_names_ = np.array(self._named_params(model.param_names), dtype=object)
         self.posterior_.param_names = self.param_names_
         self._draw_seed = seeds.draw
@@ -192,7 +194,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         theta_mean = self._theta_draws.mean(0)
         n_features = self.n_features_in_
         self.coef_ = theta_mean[:n_features]
-        self.intercept_ = float(theta_mean[n_features]) if self.fit_intercept else 0.0
+        self.intercept_ = float(theta_mean[n_features]) if self._fitted_intercept else 0.0
         return theta_mean
 
     def _fit_batch(self, datasets, random_states, verbose=0):

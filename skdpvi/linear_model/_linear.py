@@ -275,7 +275,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     def _split(self, draws):
         n = self.n_features_in_
         w = draws[:, :n]
-        b = draws[:, n] if self.fit_intercept else np.zeros(len(draws))
+        b = draws[:, n] if self._fitted_intercept else np.zeros(len(draws))
         return w, b, draws[:, -1]
 
     def predict(self, X, return_std=False):

@@ -7,7 +7,7 @@ from scipy.special import expit, log_expit
 
 class _LogisticPredictions:
     """``predict_proba``, ``predict_log_proba``, ``decision_function`` and ``predict``
-    of a fitted logistic estimator (``classes_``, ``fit_intercept``, ``_theta_draws``,
+    of a fitted logistic estimator (``classes_``, ``_fitted_intercept``, ``_theta_draws``,
     ``_check_X``)."""
 
     def _draw_logits(self, X):
@@ -15,7 +15,7 @@ class _LogisticPredictions:
         n = X.shape[1]
         draws = self._theta_draws
         logits = X @ draws[:, :n].T
-        if self.fit_intercept:
+        if self._fitted_intercept:
             logits = logits + draws[:, n]
         return logits  # (n_samples, n_draws)
 

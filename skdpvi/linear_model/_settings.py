@@ -56,7 +56,13 @@ class _SettingsMixin:
     """Validation of the parameters and part (a) of a fit (see :mod:`._base`)."""
 
     def _check_params(self, n_samples):
+        for name in ("epsilon", "delta", "sampling_rate"):
+            if getattr(self, name) is None:  # _check_budget reads None as "not given"
+                raise ValueError(f"{name} must be a number, got {name}=None.")
         _check_budget(epsilon=self.epsilon, delta=self.delta, sampling_rate=self.sampling_rate)
+        if not (isinstance(self.verbose, (bool, np.bool_))
+                or (is_int(self.verbose) and self.verbose >= 0)):
+            raise ValueError(f"verbose must be an integer >= 0, got verbose={self.verbose!r}.")
         _warn_if_delta_meaningless(self.delta, n_samples)
         if not is_int(self.max_iter) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got max_iter={self.max_iter!r}.")
