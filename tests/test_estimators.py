@@ -134,6 +134,19 @@ def test_predictions_follow_the_fitted_intercept_not_a_later_set_params(clf_data
     np.testing.assert_array_equal(clf.predict_proba(clf_data[0][:5]), before)
 
 
+def test_sampling_takes_a_numpy_generator(reg_data):
+    reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(*reg_data)
+    draws = reg.sample_posterior(5, random_state=np.random.default_rng(3))
+    np.testing.assert_array_equal(draws, reg.sample_posterior(5, random_state=np.random.default_rng(3)))
+    assert reg.sample_y(reg_data[0][:4], 2, random_state=np.random.default_rng(3)).shape == (4, 2)
+
+
+def test_a_diverged_linear_run_says_so(reg_data):
+    # was scipy's "array must not contain infs or NaNs" from the step matrix inside the loop
+    with pytest.raises(ValueError, match="diverged"):
+        DPBayesianLinearRegression(max_iter=300, learning_rate=1.0, random_state=0).fit(*reg_data)
+
+
 def test_pickle_round_trip(reg_data):
     reg = DPBayesianLinearRegression(**QUICK, random_state=0).fit(*reg_data)
     restored = pickle.loads(pickle.dumps(reg))

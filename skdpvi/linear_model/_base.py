@@ -294,7 +294,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         Parameters
         ----------
         n_samples : int, default=1000
-        random_state : int, RandomState instance or None, default=None
+        random_state : int, RandomState, Generator or None, default=None
         unconstrained : bool, default=False
             Return draws in the unconstrained space of the variational
             approximation (e.g. softplus-inverse of the noise variance).
@@ -336,4 +336,6 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
 def _to_seed(random_state):
     if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
         return random_state
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
     return check_random_state(random_state).randint(0, 2**31 - 1)

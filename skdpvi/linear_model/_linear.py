@@ -319,7 +319,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         ----------
         X : array-like of shape (n_samples_X, n_features)
         n_samples : int, default=1
-        random_state : int, RandomState instance or None, default=None
+        random_state : int, RandomState, Generator or None, default=None
 
         Returns
         -------

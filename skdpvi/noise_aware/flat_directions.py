@@ -49,9 +49,10 @@ def validate_onehot_blocks(blocks, n_features):
                 or len(np.unique(block)) != len(block)):
             raise ValueError("each block of onehot_blocks must list at least two "
                              f"distinct integer column indices, got {block.tolist()!r}.")
-        if block.min() < 0 or block.max() >= n_features:
-            raise ValueError(f"onehot_blocks refers to column {int(block.max())} "
-                             f"outside the {n_features} columns of X.")
+        outside = block[(block < 0) | (block >= n_features)]
+        if len(outside):
+            raise ValueError(f"onehot_blocks refers to column {int(outside[0])} "
+                             f"outside the {n_features} columns of X (0 to {n_features - 1}).")
         shared = seen & set(block.tolist())
         if shared:
             raise ValueError("onehot_blocks must not share columns; column(s) "

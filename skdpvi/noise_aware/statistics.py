@@ -146,7 +146,7 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     if not (np.all(np.isfinite(phi)) and np.all(np.isfinite(target))):
         raise ValueError(
             "The DP-SGD trace contains non-finite values; the optimisation diverged. "
-            "Lower learning_rate_scale or check the data."
+            "Lower learning_rate (or learning_rate_scale) or check the data."
         )
     half = len(phi) // 2
     halves = (slice(0, half), slice(half, None))

@@ -95,7 +95,8 @@ def test_estimator_gives_the_prior_along_the_blocks_and_the_same_predictions():
 @pytest.mark.parametrize("blocks, message", [
     ("3456", "sequence of sequences"), ([[3]], "at least two"),
     ([[3, 3]], "at least two distinct"), ([[3.0, 4.0]], "integer"),
-    ([[3, 4], [4, 5]], "share columns"), ([[3, 9]], "outside"),
+    ([[3, 4], [4, 5]], "share columns"), ([[3, 9]], "column 9 outside"),
+    ([[-1, 3]], "column -1 outside"),
     ([[0, 1]], "exactly one 1"),
 ])
 def test_onehot_blocks_are_validated(blocks, message):
