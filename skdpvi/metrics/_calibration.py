@@ -71,6 +71,11 @@ def _binary_targets(y_true, pos_label):
                 "pos_label."
             )
         pos_label = 1
+    elif labels.size == 2 and pos_label not in labels.tolist():
+        raise ValueError(
+            f"pos_label={pos_label!r} is not one of the labels of y_true, "
+            f"{labels.tolist()}."
+        )
     return (y == pos_label).astype(float)
 
 
@@ -78,6 +83,11 @@ def _positive_proba(y_prob):
     """Return the positive-class probabilities as a 1-D float array."""
     p = _as_float_array(y_prob, "y_prob")
     if p.ndim == 2 and p.shape[1] in (1, 2):
+        if p.shape[1] == 2 and not np.allclose(p.sum(1), 1.0, rtol=0, atol=1e-6):
+            raise ValueError(
+                "The rows of a two-column y_prob (predict_proba of a binary "
+                "classifier) must sum to 1."
+            )
         p = p[:, -1]
     elif p.ndim != 1:
         raise ValueError(
@@ -317,4 +327,6 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
                 "sample_weight must be non-negative with shape "
                 f"{y.shape}, got shape {sample_weight.shape}."
             )
+        if not sample_weight.sum() > 0:
+            raise ValueError("sample_weight must not be all zero.")
     return float(np.average((p - y) ** 2, weights=sample_weight))

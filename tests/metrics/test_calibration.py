@@ -116,6 +116,8 @@ def test_calibration_detects_miscalibration():
         ([0, 1, 1], np.full((3, 3), 1 / 3), {}, "y_prob"),
         ([0, 1, 2], [0.1, 0.2, 0.3], {}, "binary"),
         (["a", "b", "b"], [0.1, 0.2, 0.3], {}, "pos_label"),
+        (["a", "b", "b"], [0.1, 0.2, 0.3], dict(pos_label="A"), "pos_label='A' is not"),
+        ([0, 1, 1], [[0.9, 0.2], [0.5, 0.5], [0.3, 0.7]], {}, "sum to 1"),
         ([0, np.nan, 1], [0.1, 0.2, 0.3], {}, "y_true"),
         ([0, 1, 1], [0.1, 0.2, 0.3], dict(n_bins=4), "n_bins"),
         ([0, 1, 1], [0.1, 0.2, 0.3], dict(n_bins=0), "n_bins"),
@@ -128,3 +130,8 @@ def test_calibration_bad_input(y, p, kwargs, match):
     if "strategy" not in kwargs:
         with pytest.raises(ValueError, match=match):
             calibration_curve_quantile(y, p, **kwargs)
+
+
+def test_brier_refuses_all_zero_weights():
+    with pytest.raises(ValueError, match="all zero"):  # was a ZeroDivisionError
+        brier_score_loss([0, 1, 1], [0.1, 0.2, 0.3], sample_weight=np.zeros(3))
