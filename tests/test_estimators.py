@@ -563,3 +563,14 @@ def test_prior_hyper_parameters_take_numpy_numbers_and_refuse_non_finite_ones(Es
     for bad in (np.inf, 0, -1.0, "2", True):
         with pytest.raises(ValueError, match=name):
             Est(**{**QUICK, name: bad}).fit(X, y)
+
+
+def test_statistics_posterior_refuses_wide_data_before_the_private_run():
+    # its post-processing grows as p^4 or faster: 1,000 features ended in a 1.9 TiB
+    # allocation after the budget was spent
+    X = np.random.default_rng(0).normal(size=(200, 41))
+    est = DPBayesianLinearRegression(max_iter=50)
+    with pytest.raises(ValueError, match="inference='exact'"):
+        est.fit(X, X[:, 0])
+    assert not hasattr(est, "epsilon_")  # nothing ran
+    DPBayesianLinearRegression(max_iter=50, inference="exact").fit(X, X[:, 0])

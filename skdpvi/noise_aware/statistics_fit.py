@@ -244,7 +244,15 @@ def _shrinkage_fit(data_statistics, P, h):
         flat = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
                              known=known) if len(data_statistics.pooled_statistics()) else None
     first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,), known=known)
-    scale = scale_of(first.means[0]) if len(index) else np.zeros(0)
+    # the shrunk statistics' scale (sqrt(M_jj M_kk) for an off-diagonal entry) from
+    # the larger of the diagonal's estimates with and without the off-diagonal: with
+    # the off-diagonal held at 0, a trace that wandered along a nearly flat direction
+    # (duplicated or nearly collinear features) explains its small curvature by a
+    # diagonal near 0, the scale collapses and no grid point can reach the true
+    # correlation (a fit with two collinear features: R^2 -0.01 instead of 0.88)
+    scale_eta = (first.means[0] if flat is None
+                 else np.maximum(first.means[0], flat.means[0]))
+    scale = scale_of(scale_eta) if len(index) else np.zeros(0)
     pooling = _pooling_prior(data_statistics, flat, first.means[0])
     if pooling is not None:
         P = P + pooling
