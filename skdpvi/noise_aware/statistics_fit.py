@@ -244,14 +244,18 @@ def _shrinkage_fit(data_statistics, P, h):
         flat = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
                              known=known) if len(data_statistics.pooled_statistics()) else None
     first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,), known=known)
-    # the shrunk statistics' scale (sqrt(M_jj M_kk) for an off-diagonal entry) from
-    # the larger of the diagonal's estimates with and without the off-diagonal: with
-    # the off-diagonal held at 0, a trace that wandered along a nearly flat direction
-    # (duplicated or nearly collinear features) explains its small curvature by a
-    # diagonal near 0, the scale collapses and no grid point can reach the true
-    # correlation (a fit with two collinear features: R^2 -0.01 instead of 0.88)
-    scale_eta = (first.means[0] if flat is None
-                 else np.maximum(first.means[0], flat.means[0]))
+    # the shrunk statistics' scale (sqrt(M_jj M_kk) for an off-diagonal entry) from the
+    # diagonal with the off-diagonal held at 0, or from the unshrunk fit where that
+    # puts it more than 2 sd higher: with the off-diagonal at 0, a trace that wandered
+    # along a nearly flat direction (duplicated or nearly collinear features) explains
+    # its small curvature by a diagonal near 0, the scale collapses and no grid point
+    # reaches the true correlation (two collinear features: R^2 -0.01 instead of 0.88).
+    # Only where significant: at no information the unshrunk diagonal is noise
+    scale_eta = first.means[0]
+    if flat is not None and flat.covs[0] is not None:
+        sd = np.sqrt(np.maximum(np.diag(flat.covs[0]), 0.0))
+        higher = flat.means[0] - 2.0 * sd > first.means[0]
+        scale_eta = np.where(higher, flat.means[0], first.means[0])
     scale = scale_of(scale_eta) if len(index) else np.zeros(0)
     pooling = _pooling_prior(data_statistics, flat, first.means[0])
     if pooling is not None:
