@@ -38,12 +38,18 @@ from skdpvi.models.linear_statistics import LinearRegressionStatistics  # noqa: 
 from skdpvi.models.statistics import vech_indices  # noqa: E402
 
 
-def one(seed, d, n, epsilon, no_clip):
+def simulate(seed, d, n):
+    """(X, y, theta, sigma^2): d standard normal features, the paper's priors."""
     rng = np.random.default_rng(seed + 100)
     var = 0.5 / rng.gamma(20.0)
     theta = rng.normal(0, 2 * np.sqrt(var), d + 1)
     X = rng.standard_normal((n, d))
     y = X @ theta[:-1] + theta[-1] + rng.normal(0, np.sqrt(var), n)
+    return X, y, theta, var
+
+
+def one(seed, d, n, epsilon, no_clip):
+    X, y, theta, var = simulate(seed, d, n)
     est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -28,18 +28,16 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from skdpvi import DPBayesianLinearRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi  # noqa: E402
 from skdpvi.models.statistics import vech_indices  # noqa: E402
+from feedback_bias import simulate  # noqa: E402
 
 
 def one(seed, d, n, epsilon):
-    rng = np.random.default_rng(seed + 100)
-    var = 0.5 / rng.gamma(20.0)
-    theta = rng.normal(0, 2 * np.sqrt(var), d + 1)
-    X = rng.standard_normal((n, d))
-    y = X @ theta[:-1] + theta[-1] + rng.normal(0, np.sqrt(var), n)
+    X, y, theta, var = simulate(seed, d, n)
     est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

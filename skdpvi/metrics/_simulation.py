@@ -201,13 +201,10 @@ def run_tarp_study(
     faster than one run at a time) and the post-processing of each run as its own
     ``fit`` would do it. Other estimators are fitted one by one. For a fixed seed
     and ``batch_size`` the study is reproducible exactly, whatever ``n_jobs`` or
-    backend. A different ``batch_size`` (or the one-by-one path) draws the same
-    random numbers but rounds differently, and the difference grows along the
-    DP-SGD trajectory and through the post-processing's resampling: single
-    simulations then differ as two equally valid fits would (measured on 24
-    simulations of the default linear estimator: posterior means up to 0.2
-    posterior sd apart, some draws much further; TARP RMSE 0.0413 against 0.0405),
-    so compare studies by their error bars, not digit by digit.
+    backend. Another ``batch_size`` (or the one-by-one path) rounds differently,
+    and along thousands of DP-SGD steps and the post-processing's resampling single
+    simulations then differ as equally valid fits do (24 simulations of the default
+    linear estimator: TARP RMSE 0.0413 against 0.0405).
 
     Parameters
     ----------
