@@ -173,8 +173,10 @@ def recording_step_matrix(data_statistics, *, sampling_rate, noise_std, floor=EI
     def step_matrix(trace_phi, trace_grad):
         n, d = np.shape(trace_phi)
         matrix = np.eye(d)
-        if n < 8 or not (np.all(np.isfinite(trace_phi[-1])) and np.all(np.isfinite(trace_grad[-1]))):
-            return matrix  # a diverged run: the post-processing says so
+        diverged = not (np.all(np.isfinite(trace_phi[-1]))
+                        and np.all(np.isfinite(trace_grad[-1])))
+        if n < 8 or diverged:  # a diverged run: the post-processing says so
+            return matrix
         precision = np.broadcast_to((kappa / np.asarray(noise_std, float)) ** 2, (d,)).copy()
         precision[data_statistics.unused_coordinates()] = 0.0
         key = np.asarray(trace_phi[0]).tobytes() + np.asarray(trace_grad[0]).tobytes()
