@@ -22,7 +22,7 @@ from .budget import _check_budget, _check_mechanism
 from .calibrate import MAX_SIGMA, MIN_SIGMA, BudgetUnreachable
 from .gaussian import GaussianAccountant
 from .mechanism import DPSGDMechanism
-from .pld import PLDAccountant
+from .pld import PLDAccountant, _TooFine
 from .prv import PRVAccountant, PRVFailed
 
 __all__ = [
@@ -194,9 +194,15 @@ def compose_epsilon(mechanisms, delta):
     if delta >= _sampled_at_all(mechanisms):
         return 0.0  # no row is used with probability > delta: (0, delta)-DP
     try:
-        epsilon = _accountant_for(mechanisms).epsilon(mechanisms, delta)
-    except PRVFailed:
-        epsilon = _FALLBACK.epsilon(mechanisms, delta)
+        try:
+            epsilon = _accountant_for(mechanisms).epsilon(mechanisms, delta)
+        except PRVFailed:
+            epsilon = _FALLBACK.epsilon(mechanisms, delta)
+    except _TooFine:  # the PLD's grid cannot hold the privacy loss's range
+        raise ValueError(
+            "The noise multiplier is too small to account for: the privacy loss spans "
+            "more than the PLD accountant's grid can hold (epsilon far above 1,000); "
+            f"got noise multipliers {[m.noise_multiplier for m in mechanisms]}.") from None
     if not math.isfinite(epsilon):
         raise ValueError(f"delta={delta!r} is too small to be accounted for in double "
                          "precision; use delta >= 1e-15.")

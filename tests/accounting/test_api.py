@@ -56,3 +56,11 @@ def test_total_privacy_spent_of_a_search_over_a_pipeline():
         best_estimator_ = make_pipeline(StandardScaler(), _Candidate(noise=20.0))
 
     assert total_privacy_spent(_PipelineSearch()) == total_privacy_spent(_Search())
+
+
+def test_a_noise_multiplier_too_small_to_account_for_raises_a_value_error():
+    # was the PLD accountant's private _TooFine("59978030")
+    from skdpvi.accounting import epsilon_spent
+
+    with pytest.raises(ValueError, match="too small to account for"):
+        epsilon_spent(0.01, 1e-5, 0.1, 10)
