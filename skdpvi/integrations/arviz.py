@@ -212,9 +212,10 @@ def to_inference_data(fitted, *, n_samples=1000, n_chains=4, random_state=0,
         after burn-in (and the means they give), the noise standard deviation,
         learning rate and preconditioner; the mechanism as attributes.
     ``dpvi_trace``
-        Only when the run recorded its trace (``run_dpvi(..., record_trace=True)``;
-        the estimators do not): ``phi`` and the noisy ``gradient`` at every step,
-        one chain.
+        Only when the run recorded its trace (``run_dpvi(..., record_trace=True)``,
+        as ``DPBayesianLinearRegression`` and the logistic model with
+        ``inference="statistics"`` do for their post-processing): ``phi`` and the
+        noisy ``gradient`` at every step, one chain; released like the rest.
 
     Nothing else is exported: not the data, and not the engine's diagnostics
     (``DPVIResult.diagnostics``, statistics of the private data without noise).
@@ -253,7 +254,8 @@ def to_inference_data(fitted, *, n_samples=1000, n_chains=4, random_state=0,
     >>> rng = np.random.default_rng(0)
     >>> X = pd.DataFrame(rng.uniform(size=(2000, 2)), columns=["age", "hours"])
     >>> y = X @ [0.3, -0.2] + rng.normal(0, 0.15, 2000)
-    >>> reg = DPBayesianLinearRegression(max_iter=500, random_state=0).fit(X, y)
+    >>> reg = DPBayesianLinearRegression(max_iter=500, inference="emcee",
+    ...                                  random_state=0).fit(X, y)
     >>> idata = to_inference_data(reg)
     >>> idata.posterior["coef"].sel(feature="age").shape
     (4, 250)
