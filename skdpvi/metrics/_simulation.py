@@ -4,13 +4,9 @@ The noise-aware TARP loop of the paper (Algorithm 1, eqs. 13-15): for each
 simulation draw ``theta_k`` from the prior and a data set from the model,
 fit the estimator (which runs DP-SGD and the noise-aware post-processing),
 draw from its posterior, and check the expected coverage of the credible
-regions. Simulations are independent and run in parallel with joblib, in tasks
-of several simulations; when the estimator can fit several data sets at once
-(skdpvi's estimators run their DP-SGD in lockstep, ``_fit_batch``), a task fits
-its simulations together, else one by one. Either way every simulation gets
-the same seeds and the same fit; the float rounding of the two paths differs, and
-over thousands of DP-SGD steps and the post-processing's resampling it can grow
-into visibly different (equally valid) draws of a simulation (``run_tarp_study``).
+regions. Simulations run in parallel with joblib, in tasks of several; an
+estimator that fits several data sets at once (skdpvi's: DP-SGD in lockstep,
+``_fit_batch``) fits a task's together, with the seeds of one by one.
 """
 
 from dataclasses import dataclass
@@ -305,6 +301,9 @@ def run_tarp_study(
     n_draws = _check_int(n_draws, "n_draws", 1)
     if not callable(simulator):
         raise ValueError("simulator must be a callable rng -> (theta, X, y).")
+    if not callable(getattr(estimator, "sample_posterior", None)):
+        raise ValueError(f"estimator must have a sample_posterior method; "
+                         f"{type(estimator).__name__} has none.")
     n_levels = _credibility_grid(alpha_grid).size
     if n_simulations < n_levels:
         raise ValueError(

@@ -253,6 +253,8 @@ def test_bad_input():
         run_tarp_study(est, simulator, n_simulations=21, references="prior")
     with pytest.raises(ValueError, match="simulator"):
         run_tarp_study(est, "simulator", n_simulations=21)
+    with pytest.raises(ValueError, match="sample_posterior method"):  # before any fit
+        run_tarp_study(object(), simulator, n_simulations=21)
     with pytest.raises(ValueError, match="n_bootstrap"):
         run_tarp_study(est, simulator, n_simulations=21, n_bootstrap=-2)
     with pytest.raises(ValueError, match="references"):
