@@ -179,6 +179,8 @@ def audit_dpvi(epsilon, delta, sampling_rate, n_steps, *, mechanism="real", clip
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}.")
     if not 0 < selection_fraction < 1:
         raise ValueError(f"selection_fraction must be in (0, 1), got {selection_fraction!r}.")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got confidence={confidence!r}.")
     for name, value in (("n_trials", n_trials), ("n_canaries", n_canaries),
                         ("n_steps", n_steps)):
         if not is_int(value) or value < 1:

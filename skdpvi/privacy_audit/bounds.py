@@ -41,6 +41,11 @@ def clopper_pearson(successes, trials, confidence=0.95):
     """
     k = np.asarray(successes, dtype=float)
     n = np.asarray(trials, dtype=float)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got confidence={confidence!r}.")
+    if np.any(n < 1) or np.any(k < 0) or np.any(k > n) or np.any(k % 1) or np.any(n % 1):
+        raise ValueError("successes and trials must be integers with 0 <= successes <= "
+                         f"trials and trials >= 1, got {successes!r} of {trials!r}.")
     alpha = (1 - confidence) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
         low = np.where(k > 0, beta.ppf(alpha, k, n - k + 1), 0.0)
@@ -76,6 +81,8 @@ def epsilon_lower_bound(true_positives, n_positive, false_positives, n_negative,
     >>> round(epsilon_lower_bound(500, 1000, 10, 1000, 1e-5), 2)
     3.24
     """
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must lie in [0, 1), got delta={delta!r}.")
     tpr_low, _ = clopper_pearson(true_positives, n_positive, confidence)
     _, fpr_high = clopper_pearson(false_positives, n_negative, confidence)
     return float(_bound(tpr_low, fpr_high, delta))

@@ -26,3 +26,5 @@ def test_coverage_rmse_floor_matches_tarp_of_exact_posteriors():
     assert np.mean(rmses) == pytest.approx(mean40, rel=0.3)
     with pytest.raises(ValueError, match="n_simulations"):
         coverage_rmse_floor(0)
+    with pytest.raises(ValueError, match="quantiles"):  # reversed bounds, silently
+        coverage_rmse_floor(100, quantiles=(0.9, 0.1))

@@ -51,3 +51,16 @@ def test_selected_test_is_applied_unchanged():
     # the reversed orientation detects a canary that pushes the statistic down
     flipped = {"a": -s_in["a"], "b": s_in["b"]}
     assert select_test(flipped, s_out, 1e-5)["orientation"][1] == "below"
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: clopper_pearson(11, 10), "successes and trials"),
+    (lambda: clopper_pearson(-1, 10), "successes and trials"),
+    (lambda: clopper_pearson(1, 10, confidence=1.5), "confidence"),
+    (lambda: epsilon_lower_bound(1100, 1000, 10, 1000, 1e-5), "successes and trials"),
+    (lambda: epsilon_lower_bound(900, 1000, 10, 1000, delta=2), "delta"),
+])
+def test_bounds_refuse_impossible_counts(call, match):
+    # they returned (nan, 1.0) or a bound of 0.0 (second review)
+    with pytest.raises(ValueError, match=match):
+        call()

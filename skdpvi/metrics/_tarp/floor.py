@@ -46,6 +46,9 @@ def coverage_rmse_floor(n_simulations, *, alpha_grid=None, n_repeats=2000, quant
         raise ValueError(f"n_simulations must be a positive integer, got {n_simulations!r}.")
     if not isinstance(n_repeats, (int, np.integer)) or n_repeats < 2:
         raise ValueError(f"n_repeats must be an integer >= 2, got {n_repeats!r}.")
+    q = np.asarray(quantiles, float)
+    if q.ndim != 1 or np.any(np.diff(q) < 0) or np.any((q < 0) | (q > 1)):
+        raise ValueError(f"quantiles must be increasing values in [0, 1], got {quantiles!r}.")
     rng = np.random.default_rng(random_state)
     credibility = _credibility_grid(alpha_grid)
     f = rng.random((n_repeats, n_simulations))
