@@ -541,6 +541,8 @@ def test_logistic_wander_correction_shrinks_the_means_by_the_measured_width():
     (dict(wander_correction="probit", fit_intercept=False), "needs fit_intercept=True"),
     (dict(wander_correction="probit", inference="last_iterate"), "needs inference"),
     (dict(wander_correction="probit", inference="statistics"), "needs inference"),
+    (dict(error_model="dense", inference="last_iterate"), "error_model='dense' needs"),
+    (dict(error_model="coupled", inference="statistics"), "error_model='coupled' needs"),
 ])
 def test_logistic_wander_correction_is_validated(params, match):
     X = np.random.default_rng(0).normal(size=(200, 2))

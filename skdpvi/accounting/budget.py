@@ -33,8 +33,17 @@ def _check_mechanism(mechanism):
     """
     if isinstance(mechanism, DPSGDMechanism):
         mechanism = dataclasses.astuple(mechanism)
-    sigma, q, steps = mechanism
+    try:
+        sigma, q, steps = mechanism
+    except (TypeError, ValueError):
+        raise ValueError("a mechanism is a DPSGDMechanism or a (noise_multiplier, "
+                         f"sampling_rate, steps) triple, got {mechanism!r}.") from None
+    _check_noise_and_budget(sigma, q, steps)
+    return DPSGDMechanism(float(sigma), float(q), int(steps))
+
+
+def _check_noise_and_budget(sigma, q, steps):
+    """Validate one mechanism's noise multiplier, sampling rate and steps."""
     if not is_real(sigma) or not math.isfinite(sigma) or sigma <= 0:
         raise ValueError(f"noise_multiplier must be a finite number > 0, got {sigma!r}.")
     _check_budget(sampling_rate=q, steps=steps)
-    return DPSGDMechanism(float(sigma), float(q), int(steps))

@@ -35,6 +35,11 @@ class DPSGDMechanism:
     sampling_rate: float
     steps: int
 
+    def __post_init__(self):
+        from .budget import _check_noise_and_budget  # budget imports this module
+
+        _check_noise_and_budget(self.noise_multiplier, self.sampling_rate, self.steps)
+
 
 def merge_repeats(mechanisms):
     """The same composition with every repeated (noise, rate) pair run as one mechanism.

@@ -210,6 +210,10 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         if self.error_model not in _ERROR_MODELS:
             raise ValueError(f"error_model must be one of {_ERROR_MODELS}, got "
                              f"error_model={self.error_model!r}.")
+        if self.error_model != "diagonal" and self.inference not in ("emcee", "exact", "laplace"):
+            raise ValueError(
+                f"error_model={self.error_model!r} needs inference 'emcee', 'exact' or "
+                f"'laplace' (it remodels their draws of phi*), got inference={self.inference!r}.")
         if self.wander_correction not in _WANDER_CORRECTIONS:
             raise ValueError(f"wander_correction must be one of {_WANDER_CORRECTIONS}, got "
                              f"wander_correction={self.wander_correction!r}.")

@@ -27,3 +27,18 @@ def test_repeated_mechanisms_merge_into_one():
     merged = merge_repeats([DPSGDMechanism(10.0, 0.1, 1000), DPSGDMechanism(5.0, 0.2, 10),
                             DPSGDMechanism(10.0, 0.1, 500)])
     assert merged == (DPSGDMechanism(5.0, 0.2, 10), DPSGDMechanism(10.0, 0.1, 1500))
+
+
+def test_a_mechanism_is_validated_when_built():
+    # DPSGDMechanism(-1, 5, 0) was accepted, and a pair instead of a triple ended in
+    # "not enough values to unpack" (second review)
+    import pytest
+
+    from skdpvi.accounting import DPSGDMechanism, compose_epsilon
+
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        DPSGDMechanism(-1, 0.1, 10)
+    with pytest.raises(ValueError, match="sampling_rate"):
+        DPSGDMechanism(1.0, 5, 10)
+    with pytest.raises(ValueError, match="triple"):
+        compose_epsilon([(1.0, 0.1)], 1e-5)
