@@ -3,8 +3,9 @@
 import dataclasses
 import math
 
-from ..utils.validation import is_int, is_real
-from .mechanism import DPSGDMechanism
+from ..utils.validation import is_real
+from .mechanism import (DPSGDMechanism, _check_mechanism_values, _check_sampling_rate,
+                        _check_steps)
 
 
 def _check_budget(epsilon=None, delta=None, sampling_rate=None, steps=None):
@@ -16,13 +17,9 @@ def _check_budget(epsilon=None, delta=None, sampling_rate=None, steps=None):
         if not is_real(delta) or not 0 < delta < 1:
             raise ValueError(f"delta must lie in the open interval (0, 1), got delta={delta!r}.")
     if sampling_rate is not None:
-        if not is_real(sampling_rate) or not 0 < sampling_rate <= 1:
-            raise ValueError(
-                "sampling_rate must lie in (0, 1], got " f"sampling_rate={sampling_rate!r}."
-            )
+        _check_sampling_rate(sampling_rate)
     if steps is not None:
-        if not is_int(steps) or steps < 1:
-            raise ValueError(f"steps must be an integer >= 1, got steps={steps!r}.")
+        _check_steps(steps)
 
 
 def _check_mechanism(mechanism):
@@ -38,12 +35,5 @@ def _check_mechanism(mechanism):
     except (TypeError, ValueError):
         raise ValueError("a mechanism is a DPSGDMechanism or a (noise_multiplier, "
                          f"sampling_rate, steps) triple, got {mechanism!r}.") from None
-    _check_noise_and_budget(sigma, q, steps)
+    _check_mechanism_values(sigma, q, steps)
     return DPSGDMechanism(float(sigma), float(q), int(steps))
-
-
-def _check_noise_and_budget(sigma, q, steps):
-    """Validate one mechanism's noise multiplier, sampling rate and steps."""
-    if not is_real(sigma) or not math.isfinite(sigma) or sigma <= 0:
-        raise ValueError(f"noise_multiplier must be a finite number > 0, got {sigma!r}.")
-    _check_budget(sampling_rate=q, steps=steps)

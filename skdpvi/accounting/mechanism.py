@@ -1,6 +1,9 @@
 """What an accountant is told about a private run: a plain mechanism description."""
 
+import math
 from dataclasses import dataclass
+
+from ..utils.validation import is_int, is_real
 
 __all__ = ["DPSGDMechanism", "merge_repeats"]
 
@@ -36,9 +39,27 @@ class DPSGDMechanism:
     steps: int
 
     def __post_init__(self):
-        from .budget import _check_noise_and_budget  # budget imports this module
+        _check_mechanism_values(self.noise_multiplier, self.sampling_rate, self.steps)
 
-        _check_noise_and_budget(self.noise_multiplier, self.sampling_rate, self.steps)
+
+def _check_sampling_rate(sampling_rate):
+    if not is_real(sampling_rate) or not 0 < sampling_rate <= 1:
+        raise ValueError(f"sampling_rate must lie in (0, 1], got sampling_rate={sampling_rate!r}.")
+
+
+def _check_steps(steps):
+    if not is_int(steps) or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1, got steps={steps!r}.")
+
+
+def _check_mechanism_values(noise_multiplier, sampling_rate, steps):
+    """Validate a mechanism's three numbers, naming the offending one."""
+    sigma = noise_multiplier
+    if not is_real(sigma) or not math.isfinite(sigma) or sigma <= 0:
+        raise ValueError("noise_multiplier must be a finite number > 0, got "
+                         f"{noise_multiplier!r}.")
+    _check_sampling_rate(sampling_rate)
+    _check_steps(steps)
 
 
 def merge_repeats(mechanisms):
