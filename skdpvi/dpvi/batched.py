@@ -159,7 +159,9 @@ def _run_batched(model, prepared, seeds, device, verbose, **settings):
         if not packed:
             return tuple(gather(a, at) for a in flat)
         both = gather(flat[0], at)
-        return both[..., :p], both[..., p], both[..., p + 1]
+        # y and the row norms contiguous: elementwise operations broadcasting a
+        # strided (R, B) operand over the draws run 4x slower
+        return both[..., :p], both[..., p].contiguous(), both[..., p + 1].contiguous()
 
     def draw(n_block):
         blocks = [engine.draw(generator, n_block) for generator in generators]

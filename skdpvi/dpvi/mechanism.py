@@ -117,7 +117,10 @@ def _group_factors(sq, group_norms, clip_norm, weights):
         else:  # a group without budget is dropped
             factors.append(torch.zeros_like(norm))
             ratios.append(torch.where(norm > 0, torch.full_like(norm, float("inf")), norm))
-    return factors, clip_norm * torch.stack(ratios, -1).amax(-1)
+    largest = ratios[0]
+    for ratio in ratios[1:]:  # 20x faster than stack + amax on the lockstep blocks
+        largest = torch.maximum(largest, ratio)
+    return factors, clip_norm * largest
 
 
 def _sum_groups(parts, sq, group_norms, clip_norm, weights):
@@ -169,8 +172,11 @@ def _row_sq_norms(rows):
 
     ``vector_norm`` for rows in memory order; for rows stored by column (the lockstep
     engine's products with eps come out transposed) it is 20x slower than a plain sum
-    of squares, which is used there instead.
+    of squares, which is used there instead; rows of one entry are just squared
+    (a reduction over an axis of length 1 costs 10x more).
     """
+    if rows.shape[-1] == 1:
+        return (rows * rows).squeeze(-1)
     if rows.is_contiguous():
         return torch.linalg.vector_norm(rows, dim=-1).square()
     return (rows * rows).sum(-1)
@@ -182,13 +188,22 @@ def _dot(a, b):
 
 
 def _matvec(m, v):
-    """``m @ v`` for a matrix (..., B, p) and a vector (..., p)."""
-    return m @ v if v.dim() == 1 else (m @ v.unsqueeze(-1)).squeeze(-1)
+    """``m @ v`` for a matrix (..., B, p) and a vector (..., p).
+
+    With lead axes it is computed as ``v^T m^T``: torch's batched product with one
+    column is 4-5x slower than with one row (220 against 47 us for 32 runs of
+    560 x 11, one thread).
+    """
+    return m @ v if v.dim() == 1 else (v.unsqueeze(-2) @ m.mT).squeeze(-2)
 
 
 def _vecmat(v, m):
     """``v @ m`` for a vector (..., B) and a matrix (..., B, p)."""
-    return v @ m if v.dim() == 1 else (v.unsqueeze(-2) @ m).squeeze(-2)
+    if v.dim() == 1:
+        return v @ m
+    if m.shape[-1] == 1:  # a batched product with one column is slow (see _matvec)
+        return (v * m.squeeze(-1)).sum(-1, keepdim=True)
+    return (v.unsqueeze(-2) @ m).squeeze(-2)
 
 
 class _GLMClip:
@@ -246,21 +261,20 @@ class _GLMClip:
         sq_w = torch.addcmul(_dot(a_w, a_w) - 2 * r_mean * _matvec(X, self.beta_w * a_w),
                              r_mean * r_mean, row_sq_norms)
         sq_scale = _row_sq_norms(scale_rows)
-        extra_rows = None
+        # the extra parameters' mean and scale rows stay two blocks: concatenating or
+        # reducing blocks this narrow (one column for the linear model) costs more
+        # than their arithmetic
+        extra_rows = ()
+        sq_extra = torch.zeros_like(sq_w)
         if p < n:
-            extra_rows = torch.cat([
-                torch.addcmul(a[..., p:].unsqueeze(-2), self.beta_mu[p:], extra_mean,
-                              value=-1.0),
-                c[..., p:].unsqueeze(-2) - extra_eps], -1)
+            extra_rows = (torch.addcmul(a[..., p:].unsqueeze(-2), self.beta_mu[p:],
+                                        extra_mean, value=-1.0),
+                          c[..., p:].unsqueeze(-2) - extra_eps)
+            sq_extra = sum(_row_sq_norms(rows) for rows in extra_rows)
         if self.group_norms is None:
-            sq = sq_w + sq_scale
-            if extra_rows is not None:
-                sq = sq + (extra_rows * extra_rows).sum(-1)
-            norms = torch.sqrt(torch.clamp(sq, min=0.0))
+            norms = torch.sqrt(torch.clamp(sq_w + sq_scale + sq_extra, min=0.0))
             f_w = f_extra = f_scale = _clip_factors(norms, self.clip_norm, weights)
         else:
-            sq_extra = ((extra_rows * extra_rows).sum(-1) if extra_rows is not None
-                        else torch.zeros_like(sq_w))
             (f_w, f_extra, f_scale), norms = _group_factors(
                 (sq_w, sq_extra, sq_scale), self.group_norms, self.clip_norm, weights)
         total = f_w.sum() if f_w.dim() == 1 else f_w.sum(-1, keepdim=True)
@@ -268,10 +282,8 @@ class _GLMClip:
         sum_scale = _vecmat(f_scale, scale_rows)
         if p == n:
             return torch.cat([sum_w, sum_scale], -1).to(torch.float64), norms
-        sum_extra = _vecmat(f_extra, extra_rows)
-        k = n - p
-        return torch.cat([sum_w, sum_extra[..., :k], sum_scale, sum_extra[..., k:]],
-                         -1).to(torch.float64), norms
+        sum_mean, sum_eps = (_vecmat(f_extra, rows) for rows in extra_rows)
+        return torch.cat([sum_w, sum_mean, sum_scale, sum_eps], -1).to(torch.float64), norms
 
 
 def privatize(per_example, clip_norm, noise_std, preconditioner, generator=None, noise=None):

@@ -145,3 +145,39 @@ def test_exact_expectations_glm_path_equals_dense_path_and_the_monte_carlo_limit
     mean, se = many.mean(0), many.std(0) / 10
     exact = torch.cat([mu_rows, rho_rows], 1)
     assert float(((exact - mean) / (se + 1e-12)).abs().max()) < 5
+
+
+@pytest.mark.parametrize("model", [LinearRegressionModel(3), LogisticRegressionModel(4)],
+                         ids=["linear", "logistic"])
+@pytest.mark.parametrize("grouped", [False, True])
+def test_lockstep_glm_clip_equals_each_run_alone(model, grouped):
+    # the lockstep engine's layout: runs as a lead axis, X a strided slice of the
+    # packed (X, y, |beta x|^2) gather, padding rows of weight 0; its products take
+    # other orientations than a single run's (narrow blocks, one-column products)
+    from skdpvi.dpvi import group_clip_norms
+    from skdpvi.dpvi.mechanism import _GLMClip
+
+    gen = torch.Generator().manual_seed(5)
+    R, B, p, n = 3, 40, model.n_weights, model.n_params
+    packed = torch.randn(R, B, p + 2, generator=gen)
+    if isinstance(model, LogisticRegressionModel):
+        packed[..., p] = (packed[..., p] > 0).float()
+    beta = torch.linspace(1, 20, 2 * n)
+    packed[..., p + 1] = ((packed[..., :p] * beta[:p]) ** 2).sum(-1)
+    X, y, row_sq = packed[..., :p], packed[..., p], packed[..., p + 1]
+    phi = 0.3 * torch.randn(R, 2 * n, generator=gen)
+    phi[:, n:] -= 2
+    eps = torch.randn(R, 10, n, generator=gen)
+    weights = (torch.rand(R, B, generator=gen) > 0.2).float()
+    clip = 3.0
+    shares = getattr(model, "clip_shares", {"weights": 1.0, "scales": 0.5})
+    groups = group_clip_norms(clip, shares) if grouped else None
+    lockstep = _GLMClip(model, 500, beta, clip, batched=True, group_norms=groups)
+    single = _GLMClip(model, 500, beta, clip, group_norms=groups)
+    sums, norms = lockstep(phi, eps, X, y, row_sq, weights)
+    for r in range(R):
+        alone, alone_norms = single(phi[r], eps[r], X[r].contiguous(), y[r].contiguous(),
+                                    row_sq[r].contiguous(), weights[r])
+        torch.testing.assert_close(sums[r], alone, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(norms[r], alone_norms, rtol=1e-5, atol=1e-5)
+    assert (norms * weights > clip).any()  # clipping is exercised
