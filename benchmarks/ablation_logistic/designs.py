@@ -71,16 +71,16 @@ from skdpvi.noise_aware import (logistic_wander_width, remove_wander_bias,  # no
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 
 
-def gaussian_design(d, n, rho):
-    """A simulator of d equicorrelated Gaussian features, theta from N(0, I)."""
+def gaussian_design(d, n, rho, prior_scale=1.0):
+    """A simulator of d equicorrelated Gaussian features, theta from N(0, s^2 I)."""
     def simulate(rng):
         z = rng.standard_normal((n, d))
         X = math.sqrt(1 - rho) * z + math.sqrt(rho) * rng.standard_normal((n, 1))
-        theta = rng.standard_normal(d + 1)
+        theta = prior_scale * rng.standard_normal(d + 1)
         logits = X @ theta[:-1] + theta[-1]
         y = (rng.random(n) < 1 / (1 + np.exp(-logits))).astype(float)
         return X, y, theta
-    return simulate, LogisticRegressionModel(d), n
+    return simulate, LogisticRegressionModel(d, prior_scale=prior_scale), n
 
 
 def correlated_design():
@@ -579,10 +579,10 @@ def one_batch(seeds, simulate, model, n_examples, settings, methods, flat=None):
              r.diagnostics["clipped_fraction"]) for (X, _, theta), r in zip(sims, runs)]
 
 
-def summarise(draws, theta, n_params):
+def summarise(draws, theta, n_params, prior_scale=1.0):
     """TARP under both reference schemes, radial and per-coordinate z-scores."""
     def prior(n, rng):
-        return rng.standard_normal((n, n_params))
+        return prior_scale * rng.standard_normal((n, n_params))
 
     post = tarp_coverage(draws, theta, references="posterior", random_state=0,
                          n_bootstrap=100)
@@ -606,12 +606,15 @@ def design_arguments(parser, k=200):
     parser.add_argument("--rho", type=float, default=0.0)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--k", type=int, default=k)
+    parser.add_argument("--prior-scale", type=float, default=1.0,
+                        help="theta ~ N(0, s^2 I), and the model's prior (gaussian design)")
     return parser
 
 
 def design_of(args):
     """``(simulate, model, n_examples)`` of the parsed design options."""
-    return (gaussian_design(args.d, args.n, args.rho) if args.design == "gaussian"
+    return (gaussian_design(args.d, args.n, args.rho, args.prior_scale)
+            if args.design == "gaussian"
             else correlated_design())
 
 
@@ -673,7 +676,7 @@ def main():
     theta = np.array([o[1] for o in out])
     floor, (lo, hi) = coverage_rmse_floor(args.k, random_state=0)
     label = (f"{args.design} d={model.n_params - 1} N={n_examples} rho={args.rho} "
-             f"epsilon={args.epsilon} K={args.k} clip x{args.clip_mult} lr x{args.lr_mult} "
+             f"epsilon={args.epsilon} K={args.k} prior scale {model.prior_scale} clip x{args.clip_mult} lr x{args.lr_mult} "
              f"burn-in {args.burn_in} steps x{args.burn_in_step} / x{args.recording_step}"
              f"{'' if args.step_matrix is None else f' step matrix floor {args.step_matrix}'}"
              f"{' exact expectations' if args.exact else ''}")
@@ -684,7 +687,7 @@ def main():
                "floor": [floor, float(lo), float(hi)], "methods": {}}
     for method in args.methods:
         draws = np.array([o[0][method] for o in out])
-        s = summarise(draws, theta, model.n_params)
+        s = summarise(draws, theta, model.n_params, model.prior_scale)
         payload["methods"][method] = s
         print(f"  {method:<13} TARP {s['tarp_posterior'][0]:.3f} ± {s['tarp_posterior'][1]:.3f}"
               f" / {s['tarp_prior'][0]:.3f} ± {s['tarp_prior'][1]:.3f}   radial z "
