@@ -465,7 +465,7 @@ def test_logistic_coupled_error_model_changes_only_the_means_and_is_validated():
     X, y = make_classification(n_samples=2000, n_features=3, n_informative=3, n_redundant=0,
                                random_state=0)
     kw = dict(max_iter=800, inference="exact", n_posterior_samples=300, random_state=0)
-    diag = DPBayesianLogisticRegression(**kw).fit(X, y)
+    diag = DPBayesianLogisticRegression(error_model="diagonal", **kw).fit(X, y)
     coupled = DPBayesianLogisticRegression(error_model="coupled", **kw).fit(X, y)
     # same DP-SGD run (same release), different draws of the means only
     np.testing.assert_array_equal(diag.dpvi_result_.phi, coupled.dpvi_result_.phi)
@@ -489,7 +489,7 @@ def test_logistic_dense_error_model_gives_linear_response_components():
                                random_state=0)
     X = np.c_[X[:, 0], X[:, 0] + 0.3 * X[:, 1]]
     kw = dict(max_iter=2000, n_posterior_samples=400, random_state=0)
-    diag = DPBayesianLogisticRegression(**kw).fit(X, y)
+    diag = DPBayesianLogisticRegression(error_model="diagonal", **kw).fit(X, y)
     dense = DPBayesianLogisticRegression(error_model="dense", **kw).fit(X, y)
     np.testing.assert_array_equal(diag.dpvi_result_.phi, dense.dpvi_result_.phi)
     assert isinstance(dense.posterior_.components, GaussianComponents)
@@ -503,6 +503,27 @@ def test_logistic_dense_error_model_gives_linear_response_components():
     batch = DPBayesianLogisticRegression(error_model="dense", **kw)._fit_batch(
         [(X, y)], [0])[0]
     np.testing.assert_allclose(batch.coef_, dense.coef_, rtol=1e-5, atol=1e-6)
+    # the default is the dense model, computed exactly
+    default = DPBayesianLogisticRegression(**kw).fit(X, y)
+    assert default.inference == "exact" and default.error_model_ == "dense"
+    np.testing.assert_array_equal(default.sample_posterior(10, random_state=1),
+                                  dense.sample_posterior(10, random_state=1))
+
+
+@pytest.mark.parametrize("inference, expected", [("exact", "dense"), ("emcee", "diagonal"),
+                                                 ("laplace", "diagonal"),
+                                                 ("last_iterate", None)])
+def test_logistic_auto_error_model_follows_the_backend(inference, expected):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
+    est = DPBayesianLogisticRegression(max_iter=200, inference=inference,
+                                       n_posterior_samples=100, random_state=0).fit(X, y)
+    assert est.error_model_ == expected
+    assert (est.posterior_.method == "dense") == (expected == "dense")
+    with pytest.raises(ValueError, match="error_model='dense' needs inference"):
+        DPBayesianLogisticRegression(error_model="dense", inference="statistics",
+                                     max_iter=50).fit(X, y)
 
 
 def test_logistic_wander_correction_shrinks_the_means_by_the_measured_width():

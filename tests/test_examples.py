@@ -18,7 +18,7 @@ SCRIPTS = sorted(EXAMPLES_DIR.glob("*.py"))
 # Lines (substrings) each known example must print, and the plots it must save.
 EXPECTED = {
     "adult_calibration.py": {
-        "lines": ["UCI Adult:", "emcee (default)", "dense errors", "last_iterate",
+        "lines": ["UCI Adult:", "dense errors (default)", "emcee, diagonal", "last_iterate",
                   "calibration RMSE"],
         "plots": [],
     },

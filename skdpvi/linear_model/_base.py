@@ -153,7 +153,10 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                 warnings.warn(
                     f"{error} The fit falls back to the paper's gradient model "
                     "(inference='exact'), whose intervals are less reliable; "
-                    "inference_diagnostics_['fallback'] says so.",
+                    "inference_diagnostics_['fallback'] says so. The usual cause is a "
+                    "target or features far from the scale the priors assume: scale "
+                    "them with public values (user guide, 'Scaling the target and "
+                    "choosing the priors').",
                     ConvergenceWarning, stacklevel=2)
                 phi_star, diagnostics = sample_phi_star(
                     result, "exact", int(self.n_posterior_samples), random_state=seeds.post)

@@ -117,11 +117,14 @@ def check_within_prior(est, draws, prior_sd):
     ratio = np.std(draws, axis=0) / prior_sd
     est.inference_diagnostics_["sd_over_prior_sd"] = ratio
     if np.max(ratio) > _WIDER_THAN_PRIOR:
+        default = est.inference == "exact" and getattr(est, "error_model", None) == "auto"
+        remedy = ("a larger budget" if default else
+                  "the default post-processing (inference='exact', error_model='auto') "
+                  "or a larger budget")
         warnings.warn(
             f"The posterior is up to {np.max(ratio):.1f} times wider than the prior "
             f"(parameters {np.flatnonzero(ratio > _WIDER_THAN_PRIOR)[:5].tolist()}); the "
             "posterior given the data never is, and given the release only rarely: the "
             f"release did not identify what inference={est.inference!r} needs. Use "
-            "inference='emcee' (the default) or a larger budget; "
-            "inference_diagnostics_['sd_over_prior_sd'] holds the ratios.",
+            f"{remedy}; inference_diagnostics_['sd_over_prior_sd'] holds the ratios.",
             IdentifiabilityWarning, stacklevel=4)

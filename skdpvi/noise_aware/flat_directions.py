@@ -30,9 +30,10 @@ __all__ = ["onehot_flat_directions", "FlatPriorComponents"]
 def validate_onehot_blocks(blocks, n_features):
     """``blocks`` (an estimator's ``onehot_blocks``) as a list of int arrays.
 
-    Raises a ValueError naming ``onehot_blocks`` unless every block lists at least
-    two distinct integer columns of the ``n_features`` and no column is in two
-    blocks; None gives no blocks.
+    Raises a ValueError naming ``onehot_blocks`` unless every block lists distinct
+    integer columns of the ``n_features`` and no column is in two blocks; None gives
+    no blocks. A block of one column is a column of ones (a constant column beside
+    the intercept, or a categorical feature with one category).
     """
     if blocks is None:
         return []
@@ -45,9 +46,9 @@ def validate_onehot_blocks(blocks, n_features):
         raise ValueError("onehot_blocks must be a sequence of sequences of column "
                          f"indices, got {blocks!r}.") from None
     for block in raw:
-        if (block.ndim != 1 or len(block) < 2 or block.dtype.kind not in "iu"
+        if (block.ndim != 1 or len(block) < 1 or block.dtype.kind not in "iu"
                 or len(np.unique(block)) != len(block)):
-            raise ValueError("each block of onehot_blocks must list at least two "
+            raise ValueError("each block of onehot_blocks must list one or more "
                              f"distinct integer column indices, got {block.tolist()!r}.")
         outside = block[(block < 0) | (block >= n_features)]
         if len(outside):
@@ -83,7 +84,8 @@ def onehot_flat_directions(blocks, n_features, fit_intercept=True):
     ----------
     blocks : sequence of sequences of int
         Column indices of each one-hot encoded categorical feature (every row has
-        exactly one 1 among them): at least two columns each, no column in two blocks.
+        exactly one 1 among them; a block of one column is a column of ones), no
+        column in two blocks.
     n_features : int
         Number of columns of X; the parameters are the coefficients, then the
         intercept (if ``fit_intercept``).

@@ -92,9 +92,24 @@ def test_estimator_gives_the_prior_along_the_blocks_and_the_same_predictions():
     np.testing.assert_array_equal(flat.dpvi_result_.phi, plain.dpvi_result_.phi)
 
 
+def test_a_constant_column_beside_the_intercept_is_a_block_of_one():
+    # a column of ones (e.g. from sm.add_constant) duplicates the intercept: the
+    # likelihood is flat along coef - intercept, which a block of one column declares
+    X, y = _one_hot_data(n=2000)
+    X = np.c_[X[:, :3], np.ones(len(X))]
+    kwargs = dict(max_iter=1000, random_state=0)
+    flat = DPBayesianLogisticRegression(onehot_blocks=[[3]], **kwargs).fit(X, y)
+    F = onehot_flat_directions([[3]], X.shape[1])
+    np.testing.assert_allclose(np.abs(F), [[0, 0, 0, 2 ** -0.5, 2 ** -0.5]])
+    along = flat.sample_posterior(4000, random_state=0) @ F[0]
+    assert abs(along.mean()) < 0.1 and abs(along.std() - 1.0) < 0.05
+    with pytest.raises(ValueError, match="exactly one 1"):
+        DPBayesianLogisticRegression(onehot_blocks=[[2]], **kwargs).fit(X, y)
+
+
 @pytest.mark.parametrize("blocks, message", [
-    ("3456", "sequence of sequences"), ([[3]], "at least two"),
-    ([[3, 3]], "at least two distinct"), ([[3.0, 4.0]], "integer"),
+    ("3456", "sequence of sequences"), ([[]], "one or more"),
+    ([[3, 3]], "one or more distinct"), ([[3.0, 4.0]], "integer"),
     ([[3, 4], [4, 5]], "share columns"), ([[3, 9]], "column 9 outside"),
     ([[-1, 3]], "column -1 outside"),
     ([[0, 1]], "exactly one 1"),
