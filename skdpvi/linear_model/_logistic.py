@@ -105,12 +105,12 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         mean-field's conditional variances
         (:func:`~skdpvi.noise_aware.linear_response_posterior`; the backend's draws
         are not used; conjugate, so it is computed exactly whatever the backend).
-        Post-processing only. The default since measured on designs with known
-        coefficients beyond the paper's (larger prior scales, correlated features):
+        Post-processing only. Dense is the default because, on designs with known
+        coefficients beyond the paper's (larger prior scales, correlated features),
         the diagonal model's intervals were up to 4 times too narrow where the
-        posterior is correlated, the dense model's too wide by up to 1.8 times where
-        the trace holds few relaxations (results page, "Choosing the logistic
-        default").
+        posterior is correlated, while the dense model's were too wide, by up to
+        1.8 times, where the trace holds few relaxations (results page, "Choosing
+        the logistic default").
     wander_correction : {"none", "probit"}, default="none"
         Whether to remove the outward bias that the wander of constant-step DP-SGD
         gives the means: averaged over the trace, each example's expected sigmoid

@@ -83,7 +83,14 @@ def check_target_scale(est, statistics, eta):
     rms, prior_rms, noise_rms = statistics.target_scales(eta)
     est.inference_diagnostics_["target_scale"] = rms
     low, high = _TARGET_SCALE_RANGE
-    if rms > high * prior_rms or rms < low * noise_rms:
+    if rms <= 0.0:  # y^T y estimated at or below 0: no scale to compare
+        warnings.warn(
+            "The released DP-SGD trace does not identify the target's scale (its "
+            "estimate of y^T y is not positive): the release carries too little "
+            "information (few rows, few iterations or a small epsilon), and the "
+            "intervals can be far off; inference_diagnostics_['target_scale'] is 0.",
+            IdentifiabilityWarning, stacklevel=4)
+    elif rms > high * prior_rms or rms < low * noise_rms:
         warnings.warn(
             f"The released DP-SGD trace shows a target of root mean square {rms:.3g}, "
             f"far from what the priors assume (about {prior_rms:.3g}, a residual sd of "

@@ -155,3 +155,17 @@ def test_the_centring_check_leaves_out_declared_onehot_blocks():
         warnings.simplefilter("error", IdentifiabilityWarning)
         est = _estimator().set_params(onehot_blocks=[[2, 3, 4]]).fit(X, y)
     assert est.inference_diagnostics_["intercept_inflation"] < 2.0
+
+
+def test_a_release_without_the_targets_scale_says_so():
+    # a y^T y estimated at or below 0 (20 rows, 1,000 steps) has no scale to compare
+    # with the priors': the warning says the release is uninformative, not "rms 0"
+    from types import SimpleNamespace
+
+    from skdpvi.linear_model._release_checks import check_target_scale
+
+    est = SimpleNamespace(inference_diagnostics_={})
+    statistics = SimpleNamespace(target_scales=lambda eta: (0.0, 1.0, 0.5))
+    with pytest.warns(IdentifiabilityWarning, match="does not identify the target's scale"):
+        check_target_scale(est, statistics, None)
+    assert est.inference_diagnostics_["target_scale"] == 0.0
