@@ -13,7 +13,7 @@ from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
 from ._logistic_predictions import _LogisticPredictions
-from ._release_checks import check_within_prior
+from ._release_checks import check_logistic_scales, check_within_prior
 
 _ERROR_MODELS = ("auto", "diagonal", "coupled", "dense")
 #: The backends whose draws of phi* an error model other than "diagonal" remodels.
@@ -170,7 +170,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
     inference_diagnostics_ : dict
         Backend diagnostics (emcee: acceptance, autocorrelation, ESS, the thinned
         chain, for :func:`skdpvi.integrations.to_inference_data`; every backend:
-        ``sd_over_prior_sd``).
+        ``sd_over_prior_sd``; with an intercept and the default clip norm,
+        ``feature_scales``: each feature's scale relative to the intercept's column
+        as the released scales show it, which warns above about 4).
 
     Notes
     -----
@@ -246,6 +248,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         self.error_model_ = self._error_model()
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         check_within_prior(self, self._theta_draws, self.prior_scale)
+        check_logistic_scales(self, result, settings.engine["model"].n_params,
+                              float(self.prior_scale))
         return theta_mean
 
     def _phi_star_backend(self):

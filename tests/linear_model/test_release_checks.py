@@ -169,3 +169,22 @@ def test_a_release_without_the_targets_scale_says_so():
     with pytest.warns(IdentifiabilityWarning, match="does not identify the target's scale"):
         check_target_scale(est, statistics, None)
     assert est.inference_diagnostics_["target_scale"] == 0.0
+
+
+def test_logistic_features_far_from_unit_scale_warn():
+    # the default clip norm assumes unit scale; 10 x X is clipped and pushed outward
+    from skdpvi import DPBayesianLogisticRegression
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 3))
+    y = (rng.random(3000) < 1 / (1 + np.exp(-(X @ [1.0, -0.5, 0.3] + 0.2)))).astype(int)
+    kw = dict(max_iter=2000, n_posterior_samples=200, random_state=0)
+    with pytest.warns(IdentifiabilityWarning, match="far from unit scale"):
+        est = DPBayesianLogisticRegression(**kw).fit(10 * X, y)
+    assert np.all(est.inference_diagnostics_["feature_scales"] > 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        unit = DPBayesianLogisticRegression(**kw).fit(X, y)
+        # a clip norm chosen by the user is theirs to choose: no check
+        DPBayesianLogisticRegression(clip_norm=60.0, **kw).fit(10 * X, y)
+    assert np.all(unit.inference_diagnostics_["feature_scales"] < 2)
