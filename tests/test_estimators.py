@@ -1,4 +1,3 @@
-import io
 import math
 import pickle
 import warnings

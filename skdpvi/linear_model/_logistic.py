@@ -99,10 +99,10 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         components. "coupled": the means' draws come from the dense error model
         that the covariance of the released trace's wander implies
         (:func:`~skdpvi.noise_aware.coupled_means`): coupled coefficients err
-        together, as they do whenever features are correlated. "dense": the same dense curvature, corrected
-        for the finite recording window, gives both the errors of the means and the
-        components' covariance, the linear-response covariance H^-1 instead of
-        mean-field's conditional variances
+        together, as they do whenever features are correlated. "dense": the same
+        dense curvature, corrected for the finite recording window, gives both the
+        errors of the means and the components' covariance, the linear-response
+        covariance H^-1 instead of mean-field's conditional variances
         (:func:`~skdpvi.noise_aware.linear_response_posterior`; the backend's draws
         are not used; conjugate, so it is computed exactly whatever the backend).
         Post-processing only. Dense is the default because, on designs with known
