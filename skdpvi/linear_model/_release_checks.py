@@ -49,7 +49,9 @@ def check_centred(est, statistics, eta):
     if inflation > _CENTRED_INFLATION:
         # inf: the features' covariance S / N - m m^T is not even positive definite
         # in the release's estimate, a cancellation of means far larger than sds
-        size = f"{inflation:.0f}-fold" if np.isfinite(inflation) else "beyond measure"
+        size = (f"{inflation:.0f}-fold" if np.isfinite(inflation) else
+                "beyond measure (or a feature has no variance, such as a constant "
+                "column: drop it)")
         warnings.warn(
             "The released DP-SGD trace shows features far from centred: their means "
             f"inflate the intercept's variance {size}, and with "
