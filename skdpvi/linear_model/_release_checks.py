@@ -110,7 +110,7 @@ def check_logistic_scales(est, result, n_params, prior_sd):
     scales = np.sqrt(np.maximum(curvature[:-1], 0.0) / curvature[-1])
     est.inference_diagnostics_["feature_scales"] = scales
     # a scale is log-linear in rho (s^-2 ~ e^-2 rho): the window's wander of rho,
-    # feature's and intercept's, bounds how far noise can have moved the ratio
+    # feature's and intercept's, is allowed for before the ratio counts as large
     wander = np.sqrt(np.maximum(stats.sum_xx[n_params:] / stats.count
                                 - (stats.sum_x[n_params:] / stats.count) ** 2, 0.0))
     low = scales * np.exp(-(wander[:-1] + wander[-1]))
