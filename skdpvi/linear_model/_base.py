@@ -161,7 +161,9 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                 phi_star, diagnostics = sample_phi_star(
                     result, "exact", int(self.n_posterior_samples), random_state=seeds.post)
                 self.posterior_ = NoiseAwarePosterior(phi_star, model, "exact")
-                diagnostics = {**diagnostics, "fallback": "exact"}
+                # the statistics' estimate, for the design checks that say why
+                diagnostics = {**diagnostics, "fallback": "exact",
+                               "eta_mean": getattr(error, "eta_mean", None)}
                 what = "draws of phi* (fallback)"
         else:
             phi_star, diagnostics = sample_phi_star(

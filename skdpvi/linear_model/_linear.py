@@ -281,10 +281,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         self.noise_variance_ = float(theta_mean[-1])
         # checks of the design on the release's estimate of the data statistics
+        # (after a fallback too: a design far off the priors' scale is its usual cause)
         eta = self.inference_diagnostics_.get("eta_mean")
-        if eta is not None and "fallback" not in self.inference_diagnostics_:
+        if eta is not None:
             statistics = settings.engine["model"].data_statistics(n_samples)
-            check_release(self, statistics, eta)
+            check_release(self, statistics, eta,
+                          fallback="fallback" in self.inference_diagnostics_)
         return theta_mean
 
     def _split(self, draws):

@@ -58,7 +58,7 @@ from ..models.clipping_correction import clipping_correction
 from .convergence import _statistics_split_check
 from .statistics_clipping import _ClippedStatistics
 from .statistics_fit import StatisticsFit, _shrinkage_fit
-from .statistics_sampling import _resample
+from .statistics_sampling import NoValidDraws, _resample
 
 __all__ = ["statistics_posterior", "StatisticsFit"]
 
@@ -158,8 +158,9 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     data_statistics = base if data_statistics is None else data_statistics
     regression = _regression(data_statistics, phi, target, precision, halves)
     try:
-        components, sampling = _resample(data_statistics, regression["fit"], n_components,
-                                         rng, n_proposals, strict=data_statistics is not base)
+        components, sampling = _resample_or_explain(data_statistics, regression, n_components,
+                                                    rng, n_proposals,
+                                                    strict=data_statistics is not base)
     except ValueError:
         if data_statistics is base:
             raise
@@ -167,8 +168,8 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
         # support (a first estimate too far from the truth to linearise at): without it
         data_statistics, correction = base, "failed"
         regression = _regression(base, phi, target, precision, halves)
-        components, sampling = _resample(base, regression["fit"], n_components, rng,
-                                         n_proposals)
+        components, sampling = _resample_or_explain(base, regression, n_components, rng,
+                                                    n_proposals)
     fit = regression["fit"]
     diagnostics = {"gamma_grid": fit.gammas, "gamma_weights": fit.weights,
                    "eta_mean": fit.mean, "noise_inflation": regression["ratio"],
@@ -182,6 +183,20 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
                                                  regression["identification_fit"]))
     diagnostics.update(sampling)
     return components, diagnostics
+
+
+def _resample_or_explain(data_statistics, regression, n_components, rng, n_proposals,
+                         strict=False):
+    """:func:`_resample`; a :class:`NoValidDraws` it raises carries the regression's
+    mean of eta (``eta_mean``), so that a caller falling back to another backend can
+    still check the design on it (a target or features far off the priors' scale is
+    the usual cause)."""
+    try:
+        return _resample(data_statistics, regression["fit"], n_components, rng, n_proposals,
+                         strict=strict)
+    except NoValidDraws as error:
+        error.eta_mean = regression["fit"].mean
+        raise
 
 
 def _regression(data_statistics, phi, target, precision, halves):

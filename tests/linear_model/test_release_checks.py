@@ -188,3 +188,24 @@ def test_logistic_features_far_from_unit_scale_warn():
         # a clip norm chosen by the user is theirs to choose: no check
         DPBayesianLogisticRegression(clip_norm=60.0, **kw).fit(10 * X, y)
     assert np.all(unit.inference_diagnostics_["feature_scales"] < 2)
+
+
+def test_a_fallback_still_names_a_target_off_the_priors_scale():
+    # a target 10^6 times the priors' scale leaves no possible draw of eta: the fit
+    # falls back to the gradient model, and the target-scale check (on the
+    # regression's estimate of eta) still says why; the finer design checks, whose
+    # statistics are not to be trusted there, stay silent
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 3))
+    y = 1e6 * (X @ [0.3, -0.2, 0.1] + 0.3 * rng.normal(size=2000))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = _estimator().set_params(max_iter=3000).fit(X, y)
+    messages = [str(w.message) for w in caught]
+    assert est.inference_diagnostics_["fallback"] == "exact"
+    assert any(w.category is ConvergenceWarning for w in caught)
+    assert sum("far from what the priors assume" in m for m in messages) == 1
+    assert not any("far from centred" in m for m in messages)
+    assert est.inference_diagnostics_["target_scale"] > 100
