@@ -22,7 +22,7 @@ from skdpvi.accounting import noise_multiplier
 from skdpvi.dpvi import heuristic_learning_rate, run_dpvi, run_dpvi_batched
 from skdpvi.dpvi.schedule import _default_preconditioning
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage
-from skdpvi.noise_aware import (coupled_means, linear_response_posterior,
+from skdpvi.noise_aware import (coupled_means, linear_response_posterior, mean_field_curvature,
                                 logistic_wander_width, remove_wander_bias, sample_phi_star,
                                 statistics_posterior)
 from skdpvi.models import LinearRegressionModel
@@ -117,12 +117,16 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
         width = (logistic_wander_width(res.stats, n_means=model.n_params,
                                        sampling_rate=res.sampling_rate,
                                        prior_scale=model.prior_scale) if probit else 0.0)
-        if method.endswith("+dense") or method.endswith("+dense+probit"):
+        if "+dense" in method:
+            # "+shrunk": the wander's noise bulk shrunk (the estimator's default since
+            # the nineteenth session); plain "+dense" is the previous default
+            diagonal = (mean_field_curvature(res.stats, model.n_params, res.sampling_rate)
+                        if "+shrunk" in method else None)
             components, info = linear_response_posterior(
                 res.stats, n_means=model.n_params, learning_rate=res.learning_rate,
                 noise_std=res.noise_std, sampling_rate=res.sampling_rate,
                 prior_scale=getattr(model, "prior_scale", 1.0), n_components=len(phi),
-                random_state=seed + k)
+                diagonal_curvature=diagonal, random_state=seed + k)
             if probit:
                 components.mean = remove_wander_bias(
                     components.mean, width, prior_scale=model.prior_scale,

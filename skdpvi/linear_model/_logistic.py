@@ -8,7 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 
 from ..models import LogisticRegressionModel
 from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
-                           remove_wander_bias)
+                           mean_field_curvature, remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
@@ -280,7 +280,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         if self._error_model() == "dense":
             components, info = linear_response_posterior(
                 result.stats, sampling_rate=result.sampling_rate, prior_scale=self.prior_scale,
-                n_components=len(phi_star), **settings)
+                n_components=len(phi_star),
+                diagonal_curvature=mean_field_curvature(result.stats, p, result.sampling_rate),
+                **settings)
             if "wander_width" in extra:
                 components.mean = remove_wander_bias(
                     components.mean, width, prior_scale=self.prior_scale,

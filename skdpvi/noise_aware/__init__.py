@@ -31,7 +31,9 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
     :func:`linear_response_posterior`: the same dense curvature, corrected for the
     finite window (:func:`window_curvature`), for both the errors of the means and
     the components' linear-response covariance (mean-field's widths are
-    conditional variances).
+    conditional variances); :func:`shrink_wander_covariance` removes the sampling
+    noise's spread from the wander's covariance first, towards the uncorrelated
+    target that the released scales imply (:func:`mean_field_curvature`).
 :mod:`~skdpvi.noise_aware.wander_bias`
     :func:`logistic_wander_width` and :func:`remove_wander_bias`: the outward bias
     that the wander of constant-step DP-SGD gives logistic regression's means (the
@@ -51,7 +53,8 @@ from .backends import CoordinatewiseStretchMove, backend_names, register_backend
 from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
 from .flat_directions import FlatPriorComponents, onehot_flat_directions
-from .linear_response import linear_response_posterior, window_curvature
+from .linear_response import (linear_response_posterior, mean_field_curvature,
+                              shrink_wander_covariance, window_curvature)
 from .gradient_model import GradientModel
 from .preconditioning import correlation_step_matrix, rate_cap, recording_step_matrix
 from .sampling import sample_phi_star
@@ -67,6 +70,8 @@ __all__ = [
     "wander_curvature",
     "linear_response_posterior",
     "window_curvature",
+    "shrink_wander_covariance",
+    "mean_field_curvature",
     "logistic_wander_width",
     "remove_wander_bias",
     "onehot_flat_directions",

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from skdpvi.dpvi import TraceStatistics
-from skdpvi.noise_aware import linear_response_posterior, wander_curvature, window_curvature
+from skdpvi.noise_aware import (linear_response_posterior, mean_field_curvature,
+                                 shrink_wander_covariance, wander_curvature, window_curvature)
 from skdpvi.noise_aware.linear_response import _relaxation_times, _window_variance_ratio
 
 K_TRUE = np.array([[1.0, 0.95, 0.0], [0.95, 1.0, 0.3], [0.0, 0.3, 2.0]])
@@ -18,7 +19,7 @@ def _chains(K, n_chains, n_steps, burn_in, step, seed=0):
     phi = np.zeros((n_steps + 1, n_chains, d))
     grads = np.empty((n_steps, n_chains, d))
     for t in range(n_steps):
-        grads[t] = (phi[t] - PHI_STAR[:d]) @ K + rng.standard_normal((n_chains, d))
+        grads[t] = (phi[t] - np.resize(PHI_STAR, d)) @ K + rng.standard_normal((n_chains, d))
         phi[t + 1] = phi[t] - step * grads[t]
     return [TraceStatistics.from_trace(phi[:, r], grads[:, r], burn_in) for r in range(n_chains)]
 
@@ -112,3 +113,70 @@ def test_linear_response_posterior_is_reproducible_and_needs_cross_sums():
                            sum_g=st.sum_g, sum_gg=st.sum_gg, sum_gx=st.sum_gx)
     with pytest.raises(ValueError, match="cross sums"):
         linear_response_posterior(bare, **kw)
+
+
+def _widths_error(K_est, K):
+    """Mean |log| ratio of the estimated to the true marginal variances (K^-1)_jj."""
+    return np.mean(np.abs(np.log(np.diag(np.linalg.inv(K_est)) / np.diag(np.linalg.inv(K)))))
+
+
+def test_shrinkage_removes_the_noise_bulk_of_a_short_window():
+    # 11 uncorrelated coordinates, 7 relaxation times each in the window: the sample
+    # covariance's eigenvalues spread like a Marchenko-Pastur bulk and the
+    # per-direction inversion reads the curvature 0-10 times off along some
+    # directions; shrunk towards the target the known diagonal implies, the widths
+    # come out several times closer to the truth, and the intensity is large.
+    p, step, n = 11, 1e-3, 7_000
+    K = np.eye(p)
+    plain, shrunk, intensity = [], [], []
+    for st in _chains(np.eye(p), 24, n + 6_000, 6_000, step, seed=4):
+        S = st.wander_covariance()
+        args = (np.full(p, step), np.ones(p), st.count)
+        plain.append(_widths_error(window_curvature(S, *args, floor=1e-3)[0], K))
+        S2, info = shrink_wander_covariance(S, *args, np.diag(K))
+        shrunk.append(_widths_error(window_curvature(S2, *args, floor=1e-3)[0], K))
+        intensity.append(info["intensity"])
+    assert np.median(shrunk) < 0.5 * np.median(plain), (np.median(shrunk), np.median(plain))
+    assert np.median(intensity) > 0.5
+    assert all(0 <= a <= 1 for a in intensity)
+
+
+def test_shrinkage_keeps_a_direction_only_the_prior_restrains():
+    # (1, -1, 0, ...) has no curvature: its walk's variance clears the bulk's edge, the
+    # direction is kept, and it reads as it does without shrinkage (a few relaxation
+    # times at most, often the floor), not as a bulk direction (60 relaxation times).
+    p, step, n, floor = 6, 0.01, 6_000, 1e-3
+    K = np.eye(p)
+    K[:2, :2] = 1.0  # rank-deficient along (1, -1)
+    v = np.r_[1.0, -1.0, np.zeros(p - 2)] / np.sqrt(2)
+    args = (np.full(p, step), np.ones(p))
+    for st in _chains(K, 10, n + 600, 600, step, seed=5):
+        S = st.wander_covariance()
+        S2, info = shrink_wander_covariance(S, *args, st.count, np.diag(K))
+        shrunk = v @ window_curvature(S2, *args, st.count, floor=floor)[0] @ v
+        plain = v @ window_curvature(S, *args, st.count, floor=floor)[0] @ v
+        assert info["n_kept"] >= 1
+        assert shrunk == pytest.approx(plain, rel=0.2)
+        assert shrunk < 0.3  # at most 18 relaxation times in the window, the bulk 60
+
+
+def test_shrinkage_fades_with_many_relaxations():
+    # 400 relaxation times per direction: the sample covariance is accurate, the
+    # intensity small and the curvature as without shrinkage.
+    p, step, n = 4, 0.05, 8_000
+    for st in _chains(K_TRUE[:3, :3], 5, n + 500, 500, step, seed=6):
+        args = (np.full(3, step), np.ones(3), st.count)
+        S2, info = shrink_wander_covariance(st.wander_covariance(), *args, np.diag(K_TRUE))
+        assert info["intensity"] < 0.1
+        np.testing.assert_allclose(window_curvature(S2, *args)[0],
+                                   window_curvature(st.wander_covariance(), *args)[0],
+                                   rtol=0.15, atol=0.05)
+
+
+def test_mean_field_curvature_reads_the_scales():
+    st = _chains(K_TRUE, 1, 1_000, 100, 0.05)[0]
+    stats = TraceStatistics(count=st.count, shift=np.r_[st.shift, np.zeros(3)],
+                            sum_x=np.r_[st.sum_x, np.full(3, st.count * np.log(np.expm1(0.5)))],
+                            sum_xx=np.r_[st.sum_xx, np.zeros(3)], sum_g=np.zeros(6),
+                            sum_gg=np.zeros(6), sum_gx=np.zeros(6))
+    np.testing.assert_allclose(mean_field_curvature(stats, 3, 0.1), 0.1 / 0.25)
