@@ -494,6 +494,7 @@ def test_logistic_dense_error_model_gives_linear_response_components():
     assert isinstance(dense.posterior_.components, GaussianComponents)
     draws = dense.sample_posterior(4000, random_state=0)
     assert np.corrcoef(draws[:, 0], draws[:, 1])[0, 1] < -0.5
+    assert len(dense.inference_diagnostics_["relaxation_times"]) == 3
     assert abs(np.corrcoef(*diag.sample_posterior(4000, random_state=0)[:, :2].T)[0, 1]) < \
         abs(np.corrcoef(draws[:, 0], draws[:, 1])[0, 1])
     again = DPBayesianLogisticRegression(error_model="dense", **kw).fit(X, y)

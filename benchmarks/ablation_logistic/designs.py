@@ -467,13 +467,21 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
             raise ValueError("+flat needs a design with known flat directions (correlated)")
         draws = posterior_draws(result, model, n_examples, method[:-5], n_draws, X)
         return prior_along_flat(draws, FLAT_DIRECTIONS, model, np.random.default_rng(1))
-    if method.endswith("+dense") or method.endswith("+dense+probit"):
-        from skdpvi.noise_aware import linear_response_posterior
+    if "+dense" in method:
+        from skdpvi.noise_aware import linear_response_posterior, mean_field_curvature
 
+        p = model.n_params
+        # "+shrunk[m]": the wander's noise bulk shrunk with m looks per relaxation time
+        # (the estimator's default, m = 2); plain "+dense": the eighteenth session's
+        shrunk = [part for part in method.split("+") if part.startswith("shrunk")]
         comps, info = linear_response_posterior(
-            result.stats, n_means=model.n_params, learning_rate=result.learning_rate,
+            result.stats, n_means=p, learning_rate=result.learning_rate,
             noise_std=result.noise_std, sampling_rate=result.sampling_rate,
-            prior_scale=model.prior_scale, n_components=n_draws, random_state=0)
+            prior_scale=model.prior_scale, n_components=n_draws,
+            diagonal_curvature=(mean_field_curvature(result.stats, p, result.sampling_rate)
+                                if shrunk else None),
+            effective_relaxations=float(shrunk[0][6:] or 2.0) if shrunk else 2.0,
+            random_state=0)
         if method.endswith("+probit"):  # the Jensen shift of the component means
             comps.mean = remove_wander_bias(comps.mean, probit_jensen_width(result, model),
                                             prior_scale=model.prior_scale,
@@ -648,7 +656,7 @@ def main():
         learning_rate_scale=est._default_learning_rate_scale(2 * model.n_params) * args.lr_mult,
         n_examples=n_examples, record_trace=any(m == "statistics" or ("+" in m and not m.endswith("+coupled") and "+hess" not in m
                          and not m.startswith("dense+")
-                         and not m.endswith("+dense"))
+                         and "+dense" not in m)
                          for m in (m.removesuffix("+flat") for m in args.methods)))
     if args.step_matrix is not None:
         from skdpvi.noise_aware import recording_step_matrix

@@ -8,7 +8,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 
 from ..models import LogisticRegressionModel
 from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
-                           mean_field_curvature, remove_wander_bias)
+                           remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
@@ -172,7 +172,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         chain, for :func:`skdpvi.integrations.to_inference_data`; every backend:
         ``sd_over_prior_sd``; with an intercept and the default clip norm,
         ``feature_scales``: each feature's scale relative to the intercept's column
-        as the released scales show it, which warns above about 4).
+        as the released scales show it, which warns above about 4; the dense error
+        model: ``relaxation_times`` per eigen-direction of the wander).
 
     Notes
     -----
@@ -280,9 +281,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         if self._error_model() == "dense":
             components, info = linear_response_posterior(
                 result.stats, sampling_rate=result.sampling_rate, prior_scale=self.prior_scale,
-                n_components=len(phi_star),
-                diagonal_curvature=mean_field_curvature(result.stats, p, result.sampling_rate),
-                **settings)
+                n_components=len(phi_star), **settings)
             if "wander_width" in extra:
                 components.mean = remove_wander_bias(
                     components.mean, width, prior_scale=self.prior_scale,

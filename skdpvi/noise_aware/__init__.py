@@ -31,9 +31,10 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
     :func:`linear_response_posterior`: the same dense curvature, corrected for the
     finite window (:func:`window_curvature`), for both the errors of the means and
     the components' linear-response covariance (mean-field's widths are
-    conditional variances); :func:`shrink_wander_covariance` removes the sampling
-    noise's spread from the wander's covariance first, towards the uncorrelated
-    target that the released scales imply (:func:`mean_field_curvature`).
+    conditional variances); optionally :func:`shrink_wander_covariance` first
+    shrinks the sampling noise's spread out of the wander's covariance, towards the
+    uncorrelated target that the released scales imply (:func:`mean_field_curvature`;
+    measured, not the estimator's default).
 :mod:`~skdpvi.noise_aware.wander_bias`
     :func:`logistic_wander_width` and :func:`remove_wander_bias`: the outward bias
     that the wander of constant-step DP-SGD gives logistic regression's means (the

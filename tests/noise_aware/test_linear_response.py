@@ -136,6 +136,11 @@ def test_shrinkage_removes_the_noise_bulk_of_a_short_window():
         S2, info = shrink_wander_covariance(S, *args, np.diag(K))
         shrunk.append(_widths_error(window_curvature(S2, *args, floor=1e-3)[0], K))
         intensity.append(info["intensity"])
+        # a direction named in ``keep`` keeps its variance; the result stays PSD
+        v = np.linspace(1.0, 2.0, p)
+        S3, _ = shrink_wander_covariance(S, *args, np.diag(K), keep=v)
+        assert v @ S3 @ v == pytest.approx(v @ S @ v, rel=1e-9)
+        assert np.linalg.eigvalsh(S3).min() > 0
     assert np.median(shrunk) < 0.5 * np.median(plain), (np.median(shrunk), np.median(plain))
     assert np.median(intensity) > 0.5
     assert all(0 <= a <= 1 for a in intensity)
