@@ -182,6 +182,9 @@ def test_logistic_features_far_from_unit_scale_warn():
     with pytest.warns(IdentifiabilityWarning, match="far from unit scale"):
         est = DPBayesianLogisticRegression(**kw).fit(10 * X, y)
     assert np.all(est.inference_diagnostics_["feature_scales"] > 4)
+    # three times unit scale already biases the coefficients outward: it warns too
+    with pytest.warns(IdentifiabilityWarning, match="far from unit scale"):
+        DPBayesianLogisticRegression(**kw).fit(3 * X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         unit = DPBayesianLogisticRegression(**kw).fit(X, y)
