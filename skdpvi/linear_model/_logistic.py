@@ -13,7 +13,8 @@ from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
 from ._logistic_predictions import _LogisticPredictions
-from ._release_checks import check_logistic_scales, check_within_prior
+from ._release_checks import (check_logistic_batch_noise, check_logistic_scales,
+                              check_within_prior)
 
 _ERROR_MODELS = ("auto", "diagonal", "coupled", "dense")
 #: The backends whose draws of phi* an error model other than "diagonal" remodels.
@@ -251,6 +252,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         check_within_prior(self, self._theta_draws, self.prior_scale)
         check_logistic_scales(self, result, settings.engine["model"].n_params,
                               float(self.prior_scale))
+        engine = settings.engine
+        check_logistic_batch_noise(self, n_samples, engine["sampling_rate"],
+                                   engine["noise_multiplier"], engine["clip_norm"])
         return theta_mean
 
     def _phi_star_backend(self):
