@@ -37,9 +37,9 @@ from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.metrics import coverage_rmse_floor  # noqa: E402
 
 
-def scaled_design(d, n, x_scale):
+def scaled_design(d, n, rho, prior_scale, x_scale):
     """Gaussian features times ``x_scale``; the labels follow the scaled features."""
-    simulate, model, _ = gaussian_design(d, n, 0.0)
+    simulate, model, _ = gaussian_design(d, n, rho, prior_scale)
 
     def scaled(rng):
         X, _, theta = simulate(rng)
@@ -81,7 +81,9 @@ def main():
     parser.add_argument("--seed", type=int, default=7000)
     parser.add_argument("--save", default=None, help="name of a JSON in benchmarks/results")
     args = parser.parse_args()
-    simulate, model = scaled_design(args.d, args.n, args.x_scale)
+    if args.design != "gaussian":
+        parser.error("release_warnings.py simulates the gaussian design only")
+    simulate, model = scaled_design(args.d, args.n, args.rho, args.prior_scale, args.x_scale)
     settings = _engine_settings(
         model, epsilon=args.epsilon, clip_norm=2 * math.sqrt(model.n_params), n_steps=10_000,
         sampling_rate=0.1, delta=1e-5, burn_in=0.2, preconditioner=None,
@@ -96,7 +98,7 @@ def main():
     draws = np.array([o[0] for o in out])
     theta = np.array([o[1] for o in out])
     lows = np.array([o[2] for o in out])
-    s = summarise(draws, theta, model.n_params)
+    s = summarise(draws, theta, model.n_params, model.prior_scale)
     ratio = settings["sampling_rate"] * args.n / (settings["noise_multiplier"]
                                                   * settings["clip_norm"])
     floor, (lo, hi) = coverage_rmse_floor(args.k, random_state=0)
