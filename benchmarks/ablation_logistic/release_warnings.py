@@ -51,11 +51,11 @@ def scaled_design(d, n, rho, prior_scale, x_scale):
     return scaled, model
 
 
-def lowered_scales(result, n_params):
+def lowered_scales(result, n_params, prior_sd):
     """The scale check's reading (``check_logistic_scales``), lowered by the wander."""
     st = result.stats
     rho = st.shift[n_params:] + st.sum_x[n_params:] / st.count
-    curvature = np.logaddexp(0.0, rho) ** -2.0 - 1.0
+    curvature = np.logaddexp(0.0, rho) ** -2.0 - prior_sd ** -2.0
     scales = np.sqrt(np.maximum(curvature[:-1], 0.0) / curvature[-1])
     wander = np.sqrt(np.maximum(st.sum_xx[n_params:] / st.count
                                 - (st.sum_x[n_params:] / st.count) ** 2, 0.0))
@@ -70,7 +70,7 @@ def one_batch(seeds, simulate, model, n_examples, settings):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return [(posterior_draws(r, model, n_examples, "emcee+dense"), theta,
-                 lowered_scales(r, model.n_params)) for (_, _, theta), r in zip(sims, runs)]
+                 lowered_scales(r, model.n_params, model.prior_scale)) for (_, _, theta), r in zip(sims, runs)]
 
 
 def main():
