@@ -70,7 +70,8 @@ def one_batch(seeds, simulate, model, n_examples, settings):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return [(posterior_draws(r, model, n_examples, "emcee+dense"), theta,
-                 lowered_scales(r, model.n_params, model.prior_scale)) for (_, _, theta), r in zip(sims, runs)]
+                 lowered_scales(r, model.n_params, model.prior_scale))
+                for (_, _, theta), r in zip(sims, runs)]
 
 
 def main():
