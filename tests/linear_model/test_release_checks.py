@@ -165,10 +165,28 @@ def test_a_release_without_the_targets_scale_says_so():
     from skdpvi.linear_model._release_checks import check_target_scale
 
     est = SimpleNamespace(inference_diagnostics_={})
-    statistics = SimpleNamespace(target_scales=lambda eta: (0.0, 1.0, 0.5))
+    statistics = SimpleNamespace(target_scales=lambda eta: (0.0, 1.0, 0.5), n_examples=20)
     with pytest.warns(IdentifiabilityWarning, match="does not identify the target's scale"):
         check_target_scale(est, statistics, None)
     assert est.inference_diagnostics_["target_scale"] == 0.0
+
+
+def test_the_target_scale_bound_is_3_from_500_rows_and_4_below():
+    # the release's estimate of the target's scale is noisy with a few hundred rows
+    from types import SimpleNamespace
+
+    from skdpvi.linear_model._release_checks import check_target_scale
+
+    def warned(rms, n):
+        est = SimpleNamespace(inference_diagnostics_={})
+        statistics = SimpleNamespace(target_scales=lambda eta: (rms, 1.0, 0.5), n_examples=n)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_target_scale(est, statistics, None)
+        return any("far from what the priors assume" in str(w.message) for w in caught)
+
+    assert warned(3.5, 500) and warned(3.5, 5000) and not warned(3.5, 499)
+    assert warned(4.5, 200) and not warned(2.9, 5000)
 
 
 def test_logistic_features_far_from_unit_scale_warn():
