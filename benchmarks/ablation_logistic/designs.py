@@ -606,6 +606,15 @@ def summarise(draws, theta, n_params, prior_scale=1.0):
             "z_mean": z.mean(0).tolist(), "z_sd": z.std(0).tolist()}
 
 
+def describe(s):
+    """One line of a :func:`summarise` result: TARP, radial z, coordinate z means and sds."""
+    return (f"TARP {s['tarp_posterior'][0]:.3f} ± {s['tarp_posterior'][1]:.3f}"
+            f" / {s['tarp_prior'][0]:.3f} ± {s['tarp_prior'][1]:.3f}   radial z "
+            f"{s['radial_z'][0]:+.2f} (sd {s['radial_z'][1]:.2f})   z mean "
+            f"{min(s['z_mean']):+.2f}..{max(s['z_mean']):+.2f}, z sd "
+            f"{min(s['z_sd']):.2f}-{max(s['z_sd']):.2f}")
+
+
 def design_arguments(parser, k=200):
     """The design options shared by the scripts of this folder (``--design`` ... ``--k``)."""
     parser.add_argument("--design", choices=["gaussian", "correlated"], default="gaussian")
@@ -697,11 +706,7 @@ def main():
         draws = np.array([o[0][method] for o in out])
         s = summarise(draws, theta, model.n_params, model.prior_scale)
         payload["methods"][method] = s
-        print(f"  {method:<13} TARP {s['tarp_posterior'][0]:.3f} ± {s['tarp_posterior'][1]:.3f}"
-              f" / {s['tarp_prior'][0]:.3f} ± {s['tarp_prior'][1]:.3f}   radial z "
-              f"{s['radial_z'][0]:+.2f} (sd {s['radial_z'][1]:.2f})   z mean "
-              f"{min(s['z_mean']):+.2f}..{max(s['z_mean']):+.2f}, z sd "
-              f"{min(s['z_sd']):.2f}-{max(s['z_sd']):.2f}")
+        print(f"  {method:<13} {describe(s)}")
     if args.save:
         save(args.save, payload)
 

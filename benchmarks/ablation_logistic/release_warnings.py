@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from _common import _engine_settings, save  # noqa: E402
-from designs import design_arguments, gaussian_design, posterior_draws, summarise  # noqa: E402
+from designs import (describe, design_arguments, gaussian_design,  # noqa: E402
+                     posterior_draws, summarise)
 from skdpvi import DPBayesianLogisticRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.metrics import coverage_rmse_floor  # noqa: E402
@@ -109,9 +110,7 @@ def main():
            "lowered_scale_max": float(lows.max()), "batch_over_noise": ratio}
     print(f"d{args.d} N{args.n} eps{args.epsilon} x{args.x_scale} K={args.k} "
           f"({time.perf_counter() - start:.0f} s; calibrated {floor:.3f}, {lo:.3f}-{hi:.3f}): "
-          f"TARP {s['tarp_posterior'][0]:.3f} / {s['tarp_prior'][0]:.3f}, radial "
-          f"{s['radial_z'][0]:+.2f} ({s['radial_z'][1]:.2f}), z sd {min(s['z_sd']):.2f}-"
-          f"{max(s['z_sd']):.2f}; scale check at 4 / 1.5: {row['scale_warned']['4']:.2f} / "
+          f"{describe(s)}; scale check at 4 / 1.5: {row['scale_warned']['4']:.2f} / "
           f"{row['scale_warned']['1.5']:.2f}; q N / (sigma C) {ratio:.3f}")
     if args.save:
         save(args.save, row)
