@@ -173,8 +173,11 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         chain, for :func:`skdpvi.integrations.to_inference_data`; every backend:
         ``sd_over_prior_sd``; with an intercept and the default clip norm,
         ``feature_scales``: each feature's scale relative to the intercept's column
-        as the released scales show it, which warns above about 4; the dense error
-        model: ``relaxation_times`` per eigen-direction of the wander).
+        as the released scales show it, which warns above about 1.5 (after allowing
+        for the window's wander), and ``batch_over_noise``: ``sampling_rate *
+        n_samples / (noise_multiplier * clip_norm)``, which warns below 0.3, where
+        the intervals were measured too narrow; the dense error model:
+        ``relaxation_times`` per eigen-direction of the wander).
 
     Notes
     -----

@@ -4,8 +4,10 @@ After a linear fit with the statistics posterior, the posterior mean of eta (X^T
 X^T y, y^T y as the released trace estimates them; a post-processing, no privacy
 cost) says whether the data are where the defaults assume: centred features, of unit
 scale, a target on the priors' scale. After a logistic fit, the posterior may not be
-wider than the prior (:func:`check_within_prior`), and the released scales say
-whether the features are of unit scale (:func:`check_logistic_scales`). Each check warns
+wider than the prior (:func:`check_within_prior`), the released scales say
+whether the features are of unit scale (:func:`check_logistic_scales`), and the
+public settings whether the expected batch is large enough against the DP noise
+(:func:`check_logistic_batch_noise`). Each check warns
 (:class:`~skdpvi.exceptions.IdentifiabilityWarning`) and records its estimate in
 ``inference_diagnostics_``.
 """

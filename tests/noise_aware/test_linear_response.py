@@ -37,6 +37,8 @@ def test_window_variance_ratio_and_its_inverse():
     for n in (1e-3, 0.5, 5, 50, 500):
         assert _relaxation_times(_window_variance_ratio(n)) == pytest.approx(n, rel=1e-6)
     assert _relaxation_times(1.3) == 0.0
+    # no variance at all (a singular sample covariance): stiffer than resolvable
+    assert _relaxation_times(0.0) == 1e9
 
 
 def test_window_curvature_removes_the_finite_window_bias_of_the_slow_direction():
