@@ -125,9 +125,9 @@ def _widths_error(K_est, K):
 def test_shrinkage_removes_the_noise_bulk_of_a_short_window():
     # 11 uncorrelated coordinates, 7 relaxation times each in the window: the sample
     # covariance's eigenvalues spread like a Marchenko-Pastur bulk and the
-    # per-direction inversion reads the curvature 0-10 times off along some
-    # directions; shrunk towards the target the known diagonal implies, the widths
-    # come out several times closer to the truth, and the intensity is large.
+    # per-direction inversion reads 0 to 80 relaxation times (medians over the
+    # chains), the widths' mean |log| error 3.5; shrunk towards the target the known
+    # diagonal implies, 0.1, and the intensity is large.
     p, step, n = 11, 1e-3, 7_000
     K = np.eye(p)
     plain, shrunk, intensity = [], [], []
@@ -143,7 +143,8 @@ def test_shrinkage_removes_the_noise_bulk_of_a_short_window():
         S3, _ = shrink_wander_covariance(S, *args, np.diag(K), keep=v)
         assert v @ S3 @ v == pytest.approx(v @ S @ v, rel=1e-9)
         assert np.linalg.eigvalsh(S3).min() > 0
-    assert np.median(shrunk) < 0.5 * np.median(plain), (np.median(shrunk), np.median(plain))
+    assert np.median(plain) > 1.0 and np.median(shrunk) < 0.3, (np.median(shrunk),
+                                                                 np.median(plain))
     assert np.median(intensity) > 0.5
     assert all(0 <= a <= 1 for a in intensity)
 
