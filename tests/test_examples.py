@@ -67,6 +67,7 @@ EXPECTED = {
             "last_iterate   prior",
             "last_iterate   posterior",
             "marginal TARP coverage RMSE per parameter",
+            "90% central intervals covering the truth",
             "noise_variance",
             "plot saved to",
         ],

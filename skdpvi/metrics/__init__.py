@@ -4,7 +4,9 @@ Parameters (simulation studies, where the truth is known)
     :func:`tarp_coverage`, :func:`marginal_tarp_coverage` -- TARP expected
     coverage of posterior credible regions (paper A62-A63, eq. 27), with
     several reference-point schemes and a bootstrap;
-    :func:`run_tarp_study` -- simulate, fit, sample and test in parallel.
+    :func:`run_tarp_study` -- simulate, fit, sample and test in parallel;
+    :func:`posterior_z_scores`, :func:`interval_coverage` -- the same draws read
+    parameter by parameter (TARP can pass a posterior too narrow in one of them).
 Predictions (real data, held-out targets)
     :func:`predictive_coverage` -- coverage of posterior-predictive intervals
     for regression; :func:`calibration_curve_quantile`,
@@ -22,6 +24,7 @@ from ._calibration import (
     calibration_rmse,
     expected_calibration_error,
 )
+from ._intervals import interval_coverage, posterior_z_scores
 from ._predictive import (
     PredictiveCoverageResult,
     predictive_coverage,
@@ -61,12 +64,14 @@ __all__ = [
     "coverage_rmse_floor",
     "expected_calibration_error",
     "get_scorer",
+    "interval_coverage",
     "make_predictive_coverage_scorer",
     "marginal_tarp_coverage",
     "neg_brier_score_scorer",
     "neg_calibration_rmse_scorer",
     "neg_expected_calibration_error_scorer",
     "neg_predictive_coverage_rmse_scorer",
+    "posterior_z_scores",
     "predictive_coverage",
     "predictive_coverage_rmse",
     "run_tarp_study",

@@ -9,68 +9,17 @@ estimator that fits several data sets at once (skdpvi's: DP-SGD in lockstep,
 ``_fit_batch``) fits a task's together, with the seeds of one by one.
 """
 
-from dataclasses import dataclass
-from typing import Optional
-
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from ._tarp import MarginalTarpResult, TarpResult, marginal_tarp_coverage, tarp_coverage
+from ._study_result import TarpStudyResult
+from ._tarp import marginal_tarp_coverage, tarp_coverage
 from ._tarp.coverage import _credibility_grid
 from ._tarp.references import _draw_references
 from ._validation import _as_float_array, _check_int, _seed_sequence
 
 __all__ = ["TarpStudyResult", "run_tarp_study"]
-
-
-@dataclass
-class TarpStudyResult:
-    """Outcome of :func:`run_tarp_study`.
-
-    Attributes
-    ----------
-    tarp : TarpResult
-        Joint TARP coverage (curve, RMSE, frequencies, bootstrap summaries).
-    marginal : MarginalTarpResult
-        Per-parameter TARP coverage, with the same reference points.
-    samples : ndarray of shape (n_simulations, n_draws, n_params)
-        Posterior draws of every fit (unconstrained if requested).
-    theta_true : ndarray of shape (n_simulations, n_params)
-        The simulated parameters, in the same space as ``samples``.
-    epsilons : ndarray of shape (n_simulations,)
-        ``epsilon_`` of each fitted estimator (NaN if it has none).
-    param_names : list of str or None
-        ``param_names_`` of the first fitted estimator, if it has them.
-    unconstrained : bool
-        Whether the comparison was made in the unconstrained space.
-    """
-
-    tarp: TarpResult
-    marginal: MarginalTarpResult
-    samples: np.ndarray
-    theta_true: np.ndarray
-    epsilons: np.ndarray
-    param_names: Optional[list] = None
-    unconstrained: bool = False
-
-    @property
-    def frequencies(self):
-        """ndarray of shape (n_simulations,): the TARP statistics ``f_i``."""
-        return self.tarp.frequencies
-
-    @property
-    def rmse(self):
-        """float: the joint coverage RMSE (paper eq. 27)."""
-        return self.tarp.rmse
-
-    def __repr__(self):
-        n_sim, n_draws, n_params = self.samples.shape
-        return (
-            f"{type(self).__name__}(rmse={self.tarp.rmse:.4f}, n_simulations={n_sim}, "
-            f"n_draws={n_draws}, n_params={n_params}, "
-            f"unconstrained={self.unconstrained})"
-        )
 
 
 def _int_seed(seed_seq):
