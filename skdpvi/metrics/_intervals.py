@@ -86,8 +86,12 @@ def interval_coverage(samples, theta_true, level=0.9):
     True
     """
     samples, theta_true = _draws_and_truth(samples, theta_true)
+    try:
+        ok = 0.0 < float(level) < 1.0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"level must be a number in (0, 1), got level={level!r}.")
     level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), got level={level!r}.")
     lo, hi = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2], axis=1)
     return ((lo <= theta_true) & (theta_true <= hi)).mean(axis=0)

@@ -37,8 +37,9 @@ def test_bad_input_names_the_argument():
     draws, theta = _conjugate(n_sim=30)
     with pytest.raises(ValueError, match="theta_true"):
         posterior_z_scores(draws, theta[:, :1])
-    with pytest.raises(ValueError, match="level"):
-        interval_coverage(draws, theta, level=1.0)
+    for level in (1.0, 0.0, "high", None):
+        with pytest.raises(ValueError, match="level"):
+            interval_coverage(draws, theta, level=level)
     # a posterior of zero width has no z-score
     draws[0] = 0.0
     assert np.isnan(posterior_z_scores(draws, theta)[0]).all()
