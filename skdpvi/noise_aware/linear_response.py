@@ -59,6 +59,12 @@ __all__ = ["window_curvature", "shrink_wander_covariance", "mean_field_curvature
            "linear_response_posterior"]
 
 
+def _window_factor(n_relax):
+    """E[sample variance of an OU path over the window] / its stationary variance,
+    for ``n_relax`` (>= 1e-2, array or float) relaxation times in the window."""
+    return 1 - 2 / n_relax + 2 * -np.expm1(-n_relax) / n_relax**2
+
+
 def _window_variance_ratio(n_relax):
     """E[sample variance of an OU path over the window] / (its random-walk value n s^2 / 6).
 
@@ -68,7 +74,7 @@ def _window_variance_ratio(n_relax):
     n_relax = float(n_relax)
     if n_relax < 1e-2:  # the series: the closed form cancels catastrophically here
         return 1.0 - n_relax / 4 + n_relax**2 / 20 - n_relax**3 / 120
-    return 3 / n_relax * (1 - 2 / n_relax + 2 * -np.expm1(-n_relax) / n_relax**2)
+    return 3 / n_relax * _window_factor(n_relax)
 
 
 def _relaxation_times(ratio):
@@ -132,13 +138,6 @@ def window_curvature(covariance, steps, noise_var, n_steps, floor=0.0):
     M = (U * rate) @ U.T
     K = M / root[:, None] / root[None, :]
     return 0.5 * (K + K.T), n_relax
-
-
-def _window_factor(n_relax):
-    """E[window sample variance] / stationary variance of an OU path over ``n_relax``
-    relaxation times (elementwise; ``_window_variance_ratio`` in stationary units)."""
-    n_relax = np.maximum(np.asarray(n_relax, float), 1e-2)
-    return 1 - 2 / n_relax + 2 * -np.expm1(-n_relax) / n_relax**2
 
 
 def shrink_wander_covariance(covariance, steps, noise_var, n_steps, diagonal_curvature,
