@@ -118,15 +118,19 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
                                        sampling_rate=res.sampling_rate,
                                        prior_scale=model.prior_scale) if probit else 0.0)
         if "+dense" in method:
-            # "+shrunk": the wander's noise bulk shrunk (the estimator's default since
-            # the nineteenth session); plain "+dense" is the previous default
+            # "+shrunk": the wander's noise bulk shrunk (nineteenth session); "+kunclog[c]":
+            # the extrapolation's curvature uncertainty (twentieth); plain "+dense": the
+            # estimator's dense error model
             diagonal = (mean_field_curvature(res.stats, model.n_params, res.sampling_rate)
                         if "+shrunk" in method else None)
+            kunc = [part for part in method.split("+") if part.startswith("kunclog")]
             components, info = linear_response_posterior(
                 res.stats, n_means=model.n_params, learning_rate=res.learning_rate,
                 noise_std=res.noise_std, sampling_rate=res.sampling_rate,
                 prior_scale=getattr(model, "prior_scale", 1.0), n_components=len(phi),
-                diagonal_curvature=diagonal, random_state=seed + k)
+                diagonal_curvature=diagonal,
+                curvature_uncertainty=float(kunc[0][7:] or 2.0) if kunc else 0.0,
+                random_state=seed + k)
             if probit:
                 components.mean = remove_wander_bias(
                     components.mean, width, prior_scale=model.prior_scale,

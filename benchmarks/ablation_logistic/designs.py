@@ -472,8 +472,10 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
 
         p = model.n_params
         # "+shrunk[m]": the wander's noise bulk shrunk with m looks per relaxation time
-        # (the estimator's default, m = 2); plain "+dense": the eighteenth session's
+        # (default m = 2); plain "+dense": the estimator's dense error model
         shrunk = [part for part in method.split("+") if part.startswith("shrunk")]
+        # "+kunclog[c]": the extrapolation's curvature uncertainty (cached_runs.py)
+        kunc = [part for part in method.split("+") if part.startswith("kunclog")]
         comps, info = linear_response_posterior(
             result.stats, n_means=p, learning_rate=result.learning_rate,
             noise_std=result.noise_std, sampling_rate=result.sampling_rate,
@@ -481,6 +483,7 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
             diagonal_curvature=(mean_field_curvature(result.stats, p, result.sampling_rate)
                                 if shrunk else None),
             effective_relaxations=float(shrunk[0][6:] or 2.0) if shrunk else 2.0,
+            curvature_uncertainty=float(kunc[0][7:] or 2.0) if kunc else 0.0,
             random_state=0)
         if method.endswith("+probit"):  # the Jensen shift of the component means
             comps.mean = remove_wander_bias(comps.mean, probit_jensen_width(result, model),

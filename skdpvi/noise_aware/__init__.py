@@ -55,7 +55,8 @@ from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
 from .flat_directions import FlatPriorComponents, onehot_flat_directions
 from .linear_response import (linear_response_posterior, mean_field_curvature,
-                              shrink_wander_covariance, window_curvature)
+                              shrink_wander_covariance, uncertain_extrapolation,
+                              window_curvature)
 from .gradient_model import GradientModel
 from .preconditioning import correlation_step_matrix, rate_cap, recording_step_matrix
 from .sampling import sample_phi_star
@@ -73,6 +74,7 @@ __all__ = [
     "window_curvature",
     "shrink_wander_covariance",
     "mean_field_curvature",
+    "uncertain_extrapolation",
     "logistic_wander_width",
     "remove_wander_bias",
     "onehot_flat_directions",

@@ -5,7 +5,8 @@ import pytest
 
 from skdpvi.dpvi import TraceStatistics
 from skdpvi.noise_aware import (linear_response_posterior, mean_field_curvature,
-                                 shrink_wander_covariance, wander_curvature, window_curvature)
+                                 shrink_wander_covariance, uncertain_extrapolation,
+                                 wander_curvature, window_curvature)
 from skdpvi.noise_aware.linear_response import _relaxation_times, _window_variance_ratio
 
 K_TRUE = np.array([[1.0, 0.95, 0.0], [0.95, 1.0, 0.3], [0.0, 0.3, 2.0]])
@@ -189,3 +190,61 @@ def test_mean_field_curvature_reads_the_scales():
                             sum_xx=np.r_[st.sum_xx, np.zeros(3)], sum_g=np.zeros(6),
                             sum_gg=np.zeros(6), sum_gx=np.zeros(6))
     np.testing.assert_allclose(mean_field_curvature(stats, 3, 0.1), 0.1 / 0.25)
+
+
+def test_uncertain_extrapolation_lengthens_the_extrapolation_on_average():
+    # Two directions: one read off 2 relaxation times (s^2 = c / 2 = 1), one at the
+    # prior's floor (its curvature is the prior's, known: no shift). Along the first
+    # the extrapolation e = K^-1 g_bar is multiplied by exp(-s z + s^2 / 2), whose
+    # mean is exp(s^2): the optimum moves on average by (e - 1) e further along -e.
+    steps, n, floor = np.full(2, 0.01), 1_000, 1e-4
+    K = np.diag([2 / (0.01 * n), floor])  # 2 relaxation times; the floor
+    g_bar = np.array([0.004, 1e-6])
+    e = g_bar / np.diag(K)
+    shift = uncertain_extrapolation(K, g_bar, steps, n, 2.0, floor, 200_000, random_state=0)
+    assert shift.shape == (200_000, 2)
+    np.testing.assert_array_equal(shift[:, 1], 0.0)
+    assert shift[:, 0].mean() == pytest.approx(-(np.e - 1) * e[0], rel=0.05)
+    # the log of the extrapolation's factor is normal with variance c / N
+    assert np.log1p(-shift[:, 0] / e[0]).std() == pytest.approx(1.0, rel=0.02)
+    np.testing.assert_array_equal(
+        uncertain_extrapolation(K, g_bar, steps, n, 0.0, floor, 10, random_state=0), 0.0)
+    # more relaxation times, less uncertainty
+    K_long = np.diag([50 / (0.01 * n), floor])
+    wide = uncertain_extrapolation(K_long, K_long @ e, steps, n, 2.0, floor, 50_000, 1)
+    assert np.log1p(-wide[:, 0] / e[0]).std() == pytest.approx(0.2, rel=0.05)
+
+
+def _lagging_chains(phi_star, n_chains, n_steps, burn_in, step, seed):
+    """:func:`_chains` around ``phi_star``, started at 0: the slow direction still
+    relaxes through the window."""
+    rng = np.random.default_rng(seed)
+    phi = np.zeros((n_steps + 1, n_chains, 3))
+    grads = np.empty((n_steps, n_chains, 3))
+    for t in range(n_steps):
+        grads[t] = (phi[t] - phi_star) @ K_TRUE + rng.standard_normal((n_chains, 3))
+        phi[t + 1] = phi[t] - step * grads[t]
+    return [TraceStatistics.from_trace(phi[:, r], grads[:, r], burn_in) for r in range(n_chains)]
+
+
+def test_curvature_uncertainty_widens_a_lagging_slow_direction():
+    # The slow direction (curvature 0.027) relaxes 2.7 times in the window and starts
+    # it behind the optimum: the point estimate of K extrapolates with a curvature
+    # known to about sqrt(2 / 2.7), and the optimum's posterior along it is too
+    # narrow (z sd about 1.7 over 60 chains). Drawing the curvature per component
+    # (c = 2) widens it on the same chains.
+    step, n, burn_in = 0.05, 2_000, 400
+    lam_slow, v = _slow_direction(K_TRUE)
+    phi_star = 3 * v + np.array([0.3, -0.2, 0.5])
+    z = {0.0: [], 2.0: []}
+    for k, st in enumerate(_lagging_chains(phi_star, 60, n + burn_in, burn_in, step, seed=7)):
+        for c in z:
+            comps, _ = linear_response_posterior(
+                st, n_means=3, learning_rate=np.full(3, step), noise_std=np.ones(3),
+                sampling_rate=0.5, prior_scale=30.0, prior_sd=30.0, n_components=2000,
+                curvature_uncertainty=c, random_state=k)
+            along = comps.mean @ v
+            z[c].append((along.mean() - phi_star @ v) / along.std())
+    plain, drawn = np.std(z[0.0]), np.std(z[2.0])
+    assert plain > 1.5, plain
+    assert drawn < plain - 0.1, (drawn, plain)
