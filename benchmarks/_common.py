@@ -123,13 +123,12 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
             # estimator's dense error model
             diagonal = (mean_field_curvature(res.stats, model.n_params, res.sampling_rate)
                         if "+shrunk" in method else None)
-            kunc = [part for part in method.split("+") if part.startswith("kunclog")]
             components, info = linear_response_posterior(
                 res.stats, n_means=model.n_params, learning_rate=res.learning_rate,
                 noise_std=res.noise_std, sampling_rate=res.sampling_rate,
                 prior_scale=getattr(model, "prior_scale", 1.0), n_components=len(phi),
                 diagonal_curvature=diagonal,
-                curvature_uncertainty=float(kunc[0][7:] or 2.0) if kunc else 0.0,
+                **kunc_options(method),
                 random_state=seed + k)
             if probit:
                 components.mean = remove_wander_bias(
@@ -144,6 +143,26 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
                                             variances=np.logaddexp(0, phi[:, p:]) ** 2)
         posteriors[method] = NoiseAwarePosterior(phi, model, backend)
     return posteriors, diagnostics
+
+
+def kunc_options(method):
+    """Keyword arguments of ``linear_response_posterior`` for a method's ``+kunclog<c>``.
+
+    ``kunclog2``: ``curvature_uncertainty=2`` in mode "shift" with the default bound 1
+    on the log-normal sd; ``kunclog2cap0.5`` another bound; ``kunclog2uncapped`` none;
+    ``kuncpost2`` mode "posterior". No such part: the point estimate.
+    """
+    parts = [part for part in method.split("+") if part.startswith(("kunclog", "kuncpost"))]
+    if not parts:
+        return {}
+    mode = "posterior" if parts[0].startswith("kuncpost") else "shift"
+    spec, options = parts[0][8 if mode == "posterior" else 7:], {"curvature_mode": mode}
+    if spec.endswith("uncapped"):
+        spec, options["max_log_sd"] = spec[:-8], None
+    elif "cap" in spec:
+        spec, cap = spec.split("cap")
+        options["max_log_sd"] = float(cap)
+    return {"curvature_uncertainty": float(spec or 2.0), **options}
 
 
 def fit_all_backends(model, data, *, epsilon, clip_norm, n_steps=10_000, sampling_rate=0.1,

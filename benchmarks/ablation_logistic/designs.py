@@ -61,7 +61,7 @@ from joblib import Parallel, delayed
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from _common import _engine_settings, save  # noqa: E402
+from _common import _engine_settings, kunc_options, save  # noqa: E402
 from skdpvi import DPBayesianLogisticRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.metrics import coverage_rmse_floor, tarp_coverage  # noqa: E402
@@ -475,7 +475,6 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
         # (default m = 2); plain "+dense": the estimator's dense error model
         shrunk = [part for part in method.split("+") if part.startswith("shrunk")]
         # "+kunclog[c]": the extrapolation's curvature uncertainty (cached_runs.py)
-        kunc = [part for part in method.split("+") if part.startswith("kunclog")]
         comps, info = linear_response_posterior(
             result.stats, n_means=p, learning_rate=result.learning_rate,
             noise_std=result.noise_std, sampling_rate=result.sampling_rate,
@@ -483,7 +482,7 @@ def posterior_draws(result, model, n_examples, method, n_draws=1000, X=None):
             diagonal_curvature=(mean_field_curvature(result.stats, p, result.sampling_rate)
                                 if shrunk else None),
             effective_relaxations=float(shrunk[0][6:] or 2.0) if shrunk else 2.0,
-            curvature_uncertainty=float(kunc[0][7:] or 2.0) if kunc else 0.0,
+            **kunc_options(method),
             random_state=0)
         if method.endswith("+probit"):  # the Jensen shift of the component means
             comps.mean = remove_wander_bias(comps.mean, probit_jensen_width(result, model),

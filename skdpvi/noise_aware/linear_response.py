@@ -53,10 +53,11 @@ from scipy.optimize import brentq
 
 from ..models.components import GaussianComponents
 from .coupling import _optimum_of_means
+from .extrapolation import uncertain_extrapolation
 from .statistics_sampling import _psd_cholesky
 
 __all__ = ["window_curvature", "shrink_wander_covariance", "mean_field_curvature",
-           "uncertain_extrapolation", "linear_response_posterior"]
+           "linear_response_posterior"]
 
 
 def _window_factor(n_relax):
@@ -220,59 +221,6 @@ def shrink_wander_covariance(covariance, steps, noise_var, n_steps, diagonal_cur
     return W / np.outer(w, w), {"intensity": intensity, "n_kept": int(kept.sum())}
 
 
-def uncertain_extrapolation(curvature, mean_gradient, steps, n_steps, c, floor, n_draws,
-                            random_state=None):
-    """Draws of the change of ``K^-1 g_bar`` when K is known only to a window's accuracy.
-
-    The optimum of the means is the window's mean extrapolated along its mean gradient,
-    ``x_bar - K^-1 g_bar``. Where the window holds few relaxation times of a
-    direction (a coefficient vector still relaxing outward, the *lag*), the
-    extrapolation is long and K along it is poorly known: the sample variance of an
-    OU path over N relaxation times has a relative sd of about ``sqrt(2 / N)``, and
-    the inverted reading is skewed towards stiff (``E[1 / s^2] > 1 / E[s^2]``), so
-    the point estimate extrapolates too short. Along each eigen-direction i of the
-    step-scaled curvature ``Gamma^1/2 K Gamma^1/2`` (rate r_i, ``N_i = n r_i``
-    relaxation times) a draw takes the rate ``r_i exp(s_i z - s_i^2 / 2)``, z
-    standard normal, ``s_i^2 = c / N_i``, and moves the extrapolation ``e_i`` by
-    ``e_i (exp(-s_i z + s_i^2 / 2) - 1)``: mean-preserving in the rate, longer on
-    average in the extrapolation. Directions at the prior's floor (curvature known)
-    are left alone.
-
-    Parameters
-    ----------
-    curvature : ndarray of shape (p, p)
-        K (:func:`window_curvature`).
-    mean_gradient : ndarray of shape (p,)
-        g_bar, the window's mean released gradient of the means.
-    steps : ndarray of shape (p,)
-        The diagonal of Gamma.
-    n_steps : int
-        Steps in the window.
-    c : float
-        Variance multiplier (2 for the OU path's sample variance).
-    floor : float
-        The prior's share of the curvature (``kappa / prior_scale^2``).
-    n_draws : int
-    random_state : int, Generator or None
-
-    Returns
-    -------
-    shift : ndarray of shape (n_draws, p)
-        To add to draws of the optimum made at the point estimate of K.
-    """
-    rng = np.random.default_rng(random_state)
-    steps = np.asarray(steps, float)
-    root = np.sqrt(steps)
-    rate, V = np.linalg.eigh(root[:, None] * np.asarray(curvature, float) * root[None, :])
-    extrapolation = (V.T @ (root * np.asarray(mean_gradient, float))) / rate
-    data = rate > 1.0001 * float(floor) * (V**2).T @ steps
-    s = np.where(data, np.sqrt(float(c) / np.maximum(rate * n_steps, 1e-3)), 0.0)
-    z = rng.standard_normal((int(n_draws), len(rate)))
-    factor = np.expm1(-s * z + 0.5 * s**2)
-    # x* = x_bar - K^-1 g_bar: a longer extrapolation moves the optimum further along -e
-    return -(factor * extrapolation) @ (root[:, None] * V).T
-
-
 def mean_field_curvature(stats, n_means, sampling_rate):
     """``kappa / s_j^2``: the released gradient's curvature along each mean coordinate.
 
@@ -291,7 +239,8 @@ def mean_field_curvature(stats, n_means, sampling_rate):
 def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampling_rate,
                               prior_scale=1.0, prior_sd=1.0, n_components=1000,
                               diagonal_curvature=None, effective_relaxations=2.0,
-                              curvature_uncertainty=0.0, random_state=None):
+                              curvature_uncertainty=0.0, max_log_sd=1.0, curvature_mode="shift",
+                              random_state=None):
     """Mixture posterior of the parameters with dense errors and linear-response widths.
 
     Parameters
@@ -320,10 +269,14 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
     effective_relaxations : float, default=2.0
         The shrinkage's looks per relaxation time (:func:`shrink_wander_covariance`).
     curvature_uncertainty : float, default=0.0
-        c of :func:`uncertain_extrapolation`: each component's extrapolation
-        ``K^-1 g_bar`` is taken at a curvature drawn around the window's, log-normal
-        with variance ``c / N`` along a direction read off N relaxation times
-        (0: the point estimate).
+        c of :func:`uncertain_extrapolation`: each component's optimum is taken at a
+        curvature drawn around the window's, log-normal with variance ``c / N`` along
+        a direction read off N relaxation times (0: the point estimate; measured, not
+        the estimator's default).
+    max_log_sd : float or None, default=1.0
+        ``max_sd`` of :func:`uncertain_extrapolation`.
+    curvature_mode : {"shift", "posterior"}, default="shift"
+        ``mode`` of :func:`uncertain_extrapolation`.
     random_state : int, Generator or None
 
     Returns
@@ -348,12 +301,14 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
     K, n_relax = window_curvature(S, steps, noise_var, n, floor=kappa / prior_scale**2)
     lam, U = np.linalg.eigh(K)
     K_inv = (U / lam) @ U.T
-    mean, cov = _optimum_of_means(stats, K_inv, noise_var, prior_sd)
-    means = mean + rng.standard_normal((int(n_components), p)) @ _psd_cholesky(cov).T
     if curvature_uncertainty:
-        means = means + uncertain_extrapolation(
-            K, stats.sum_g[:p] / n, steps, n, curvature_uncertainty, kappa / prior_scale**2,
-            len(means), rng)
+        means = uncertain_extrapolation(K, stats, steps, noise_var, curvature_uncertainty,
+                                        kappa / prior_scale**2, prior_sd, n_components, rng,
+                                        max_sd=max_log_sd, mode=curvature_mode)
+        cov = np.cov(means.T)
+    else:
+        mean, cov = _optimum_of_means(stats, K_inv, noise_var, prior_sd)
+        means = mean + rng.standard_normal((int(n_components), p)) @ _psd_cholesky(cov).T
     component_cov = kappa * K_inv
     component_cov = 0.5 * (component_cov + component_cov.T)
     return (GaussianComponents(means, _psd_cholesky(component_cov)),

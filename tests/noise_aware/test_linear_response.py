@@ -192,27 +192,43 @@ def test_mean_field_curvature_reads_the_scales():
     np.testing.assert_allclose(mean_field_curvature(stats, 3, 0.1), 0.1 / 0.25)
 
 
+def _one_direction_stats(x_bar, g_bar, n):
+    """TraceStatistics of a window with the given means of x and g (sums only)."""
+    d = len(x_bar)
+    return TraceStatistics(count=n, shift=np.zeros(d), sum_x=n * np.asarray(x_bar, float),
+                           sum_xx=np.zeros(d), sum_g=n * np.asarray(g_bar, float),
+                           sum_gg=np.zeros(d), sum_gx=np.zeros(d), sum_xxt=np.zeros((d, d)))
+
+
 def test_uncertain_extrapolation_lengthens_the_extrapolation_on_average():
-    # Two directions: one read off 2 relaxation times (s^2 = c / 2 = 1), one at the
-    # prior's floor (its curvature is the prior's, known: no shift). Along the first
-    # the extrapolation e = K^-1 g_bar is multiplied by exp(-s z + s^2 / 2), whose
-    # mean is exp(s^2): the optimum moves on average by (e - 1) e further along -e.
+    # Two coordinates: one read off 2 relaxation times (s^2 = c / 2 = 1), one at the
+    # prior's floor (its curvature is the prior's, known). With a vague prior the
+    # point estimate is x_bar - e; mode "shift" multiplies e by exp(-s z + s^2 / 2),
+    # whose mean is exp(s^2): the optimum moves on average (e - 1) e further along -e.
     steps, n, floor = np.full(2, 0.01), 1_000, 1e-4
-    K = np.diag([2 / (0.01 * n), floor])  # 2 relaxation times; the floor
-    g_bar = np.array([0.004, 1e-6])
+    K = np.diag([2 / (0.01 * n), floor])
+    x_bar, g_bar = np.array([1.0, 0.5]), np.array([0.004, 1e-6])
     e = g_bar / np.diag(K)
-    shift = uncertain_extrapolation(K, g_bar, steps, n, 2.0, floor, 200_000, random_state=0)
-    assert shift.shape == (200_000, 2)
-    np.testing.assert_array_equal(shift[:, 1], 0.0)
-    assert shift[:, 0].mean() == pytest.approx(-(np.e - 1) * e[0], rel=0.05)
-    # the log of the extrapolation's factor is normal with variance c / N
-    assert np.log1p(-shift[:, 0] / e[0]).std() == pytest.approx(1.0, rel=0.02)
-    np.testing.assert_array_equal(
-        uncertain_extrapolation(K, g_bar, steps, n, 0.0, floor, 10, random_state=0), 0.0)
-    # more relaxation times, less uncertainty
-    K_long = np.diag([50 / (0.01 * n), floor])
-    wide = uncertain_extrapolation(K_long, K_long @ e, steps, n, 2.0, floor, 50_000, 1)
-    assert np.log1p(-wide[:, 0] / e[0]).std() == pytest.approx(0.2, rel=0.05)
+    stats = _one_direction_stats(x_bar, g_bar, n)
+    args = (K, stats, steps, np.full(2, 1e-6), 2.0, floor, 1e3, 200_000)
+    point = uncertain_extrapolation(*args[:4], 0.0, *args[5:], random_state=0)
+    np.testing.assert_allclose(point.mean(0), x_bar - e, rtol=1e-3)
+    drawn = uncertain_extrapolation(*args, random_state=0)
+    assert drawn.shape == (200_000, 2)
+    np.testing.assert_allclose(drawn[:, 1], point[:, 1])  # the floor's direction
+    assert (x_bar[0] - drawn[:, 0]).mean() == pytest.approx(np.e * e[0], rel=0.05)
+    # the log of the extrapolation's factor is normal with sd sqrt(c / N) = 1
+    assert np.log((x_bar[0] - drawn[:, 0]) / e[0]).std() == pytest.approx(1.0, rel=0.03)
+    capped = uncertain_extrapolation(*args, random_state=0, max_sd=0.5)
+    assert np.log((x_bar[0] - capped[:, 0]) / e[0]).std() == pytest.approx(0.5, rel=0.03)
+    # mode "posterior": a soft draw errs widely and the prior (sd 0.05 here) pulls it
+    # back to x_bar, so the optimum stays within the prior's reach of x_bar
+    tight = (K, stats, steps, np.full(2, 1e-6), 2.0, floor, 0.05, 20_000)
+    post = uncertain_extrapolation(*tight, random_state=0, mode="posterior")
+    shift = uncertain_extrapolation(*tight, random_state=0, mode="shift")
+    assert np.abs(post[:, 0] - x_bar[0]).max() < np.abs(shift[:, 0] - x_bar[0]).max()
+    with pytest.raises(ValueError, match="mode"):
+        uncertain_extrapolation(*tight, mode="both")
 
 
 def _lagging_chains(phi_star, n_chains, n_steps, burn_in, step, seed):
