@@ -204,7 +204,7 @@ def test_uncertain_extrapolation_lengthens_the_extrapolation_on_average():
     # Two coordinates: one read off 2 relaxation times (s^2 = c / 2 = 1), one at the
     # prior's floor (its curvature is the prior's, known). With a vague prior the
     # point estimate is x_bar - e; mode "shift" multiplies e by exp(-s z + s^2 / 2),
-    # whose mean is exp(s^2): the optimum moves on average (e - 1) e further along -e.
+    # whose mean is exp(s^2) = exp(1): on average the optimum lies exp(1) e below x_bar.
     steps, n, floor = np.full(2, 0.01), 1_000, 1e-4
     K = np.diag([2 / (0.01 * n), floor])
     x_bar, g_bar = np.array([1.0, 0.5]), np.array([0.004, 1e-6])
