@@ -24,7 +24,6 @@ Run::
 """
 
 import argparse
-import math
 import os
 import pickle
 import sys
@@ -39,8 +38,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import designs  # noqa: E402
-from _common import _engine_settings, save  # noqa: E402
-from skdpvi import DPBayesianLogisticRegression  # noqa: E402
+from _common import save  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
 from skdpvi.metrics import coverage_rmse_floor  # noqa: E402
 
@@ -56,12 +54,7 @@ def _batch(seeds, simulate, model, settings):
 def run(args):
     """DP-SGD of every simulation of the cell, pickled with the true coefficients."""
     simulate, model, n_examples = designs.design_of(args)
-    settings = _engine_settings(
-        model, epsilon=args.epsilon, clip_norm=2.0 * math.sqrt(model.n_params),
-        n_steps=10_000, sampling_rate=0.1, delta=1e-5, burn_in=0.2, preconditioner=None,
-        learning_rate_scale=DPBayesianLogisticRegression()._default_learning_rate_scale(
-            2 * model.n_params),
-        n_examples=n_examples, record_trace=False)
+    settings = designs.engine_settings(model, n_examples, args.epsilon)
     if args.burn_in_step != 1:
         p = model.n_params
         settings["step_scales"] = (np.r_[np.full(p, args.burn_in_step), np.ones(p)],

@@ -637,6 +637,18 @@ def design_of(args):
             else correlated_design())
 
 
+def engine_settings(model, n_examples, epsilon, clip_mult=2.0, lr_mult=1.0, burn_in=0.2,
+                    record_trace=False):
+    """The estimator's default DP-SGD settings for a design (T = 10,000, kappa = 0.1,
+    delta = 1e-5), with the clip norm and the learning rate scaled by the multipliers."""
+    est = DPBayesianLogisticRegression()
+    return _engine_settings(
+        model, epsilon=epsilon, clip_norm=math.sqrt(model.n_params) * clip_mult,
+        n_steps=10_000, sampling_rate=0.1, delta=1e-5, burn_in=burn_in, preconditioner=None,
+        learning_rate_scale=est._default_learning_rate_scale(2 * model.n_params) * lr_mult,
+        n_examples=n_examples, record_trace=record_trace)
+
+
 def main():
     parser = design_arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--clip-mult", type=float, default=2.0,
@@ -660,12 +672,9 @@ def main():
     args = parser.parse_args()
     simulate, model, n_examples = design_of(args)
     model.exact_expectations = args.exact
-    est = DPBayesianLogisticRegression()
-    settings = _engine_settings(
-        model, epsilon=args.epsilon, clip_norm=math.sqrt(model.n_params) * args.clip_mult,
-        n_steps=10_000, sampling_rate=0.1, delta=1e-5, burn_in=args.burn_in, preconditioner=None,
-        learning_rate_scale=est._default_learning_rate_scale(2 * model.n_params) * args.lr_mult,
-        n_examples=n_examples, record_trace=any(m == "statistics" or ("+" in m and not m.endswith("+coupled") and "+hess" not in m
+    settings = engine_settings(
+        model, n_examples, args.epsilon, clip_mult=args.clip_mult, lr_mult=args.lr_mult,
+        burn_in=args.burn_in, record_trace=any(m == "statistics" or ("+" in m and not m.endswith("+coupled") and "+hess" not in m
                          and not m.startswith("dense+")
                          and "+dense" not in m)
                          for m in (m.removesuffix("+flat") for m in args.methods)))
