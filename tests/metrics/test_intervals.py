@@ -56,3 +56,8 @@ def test_the_study_result_reads_its_own_draws():
     np.testing.assert_array_equal(result.z_scores(), posterior_z_scores(draws, theta))
     np.testing.assert_array_equal(result.interval_coverage(0.8),
                                   interval_coverage(draws, theta, 0.8))
+    # its repr shows the per-parameter 90 % coverage beside the joint RMSE
+    coverage = interval_coverage(draws, theta, 0.9)
+    text = repr(result)
+    assert f"coverage_90={coverage.min():.2f}-{coverage.max():.2f}" in text
+    assert f"rmse={result.rmse:.4f}" in text
