@@ -19,10 +19,12 @@ _MEAN_PRECONDITIONING = ("auto", "correlation", "none")
 #: 0.082 at rho 0.9, N = 20,000); each of its ten estimates costs ~0.8 s at 30, 4 s at 40.
 _AUTO_MAX_WEIGHTS = 31
 #: Most features the statistics posterior takes: its statistics grow as p^2 and its
-#: regression over them as p^4-p^6 (n = 2,000, 500 steps: 40 features 7.8 s and 0.7 GB,
-#: 50 features 54 s and 1.1 GB, 60 features 72 s and 1.9 GB, 1,000 features a 1.9 TiB
-#: allocation), so beyond it the fit refuses before the private run.
-_STATISTICS_MAX_FEATURES = 40
+#: regression over them as p^4-p^6 (a default fit, 5,000 rows: 40 features 11.5 s and
+#: 0.76 GB peak, 50 features 18.6 s and 1.1 GB, 60 features 33 s and 1.9 GB; 1,000
+#: features would be a 1.9 TiB allocation), so beyond it the fit refuses before the
+#: private run. (40 until the twentieth session; calibration measured at 50 features,
+#: ``benchmarks/ablation_linear/wide_features.py``.)
+_STATISTICS_MAX_FEATURES = 60
 #: ``learning_rate_scale="auto"`` with the statistics posterior: the trace learns
 #: X^T X from the wander of the means, and 2.5 times the paper's step widens the
 #: wander enough to bring too-wide intervals of correlated or low-information designs
@@ -105,9 +107,9 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         With little data at a small epsilon (10 features, 300-500 rows at epsilon
         0.3; 20 features up to 1,000) the trace identifies X^T X with an upward bias
         and the intervals are too narrow, usually without a warning (results page,
-        "Small data at small epsilon"). At most 40 features (its cost grows as the
-        fourth power of their number or faster; wider data raise before the private
-        run). The others are the paper's gradient model of phi* (see
+        "Small data at small epsilon"). At most 60 features (its cost grows as the
+        fourth power of their number or faster: 33 s and 1.9 GB at 60; wider data
+        raise before the private run). The others are the paper's gradient model of phi* (see
         :class:`DPBayesianLogisticRegression`).
     n_posterior_samples : int, default=1000
         Mixture components, and draws used for predictions.
@@ -227,9 +229,11 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             raise ValueError(
                 f"inference='statistics' takes at most {_STATISTICS_MAX_FEATURES} features "
                 f"(X has {n_features}): its post-processing grows as the fourth power of "
-                "the number of features or faster (50 features: about a minute and 1 GB). "
-                "Use inference='exact' (the paper's gradient model) for wider data, or "
-                "reduce the features with a public projection first.")
+                "the number of features or faster (60 features: about 35 s and 1.9 GB). "
+                "Reduce the features with a public projection first, or use "
+                "inference='exact' (the paper's gradient model), which runs at any width "
+                "but is poorly calibrated there: at 50 features its noise variance's 90 % "
+                "intervals covered 11 % of the truths (user guide).")
         for name in ("prior_weight_scale", "prior_noise_shape", "prior_noise_scale"):
             value = getattr(self, name)
             if not is_positive_real(value):
