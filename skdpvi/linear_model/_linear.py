@@ -109,8 +109,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         and the intervals are too narrow, usually without a warning (results page,
         "Small data at small epsilon"). At most 60 features (its cost grows as the
         fourth power of their number or faster: 33 s and 1.9 GB at 60; wider data
-        raise before the private run). The others are the paper's gradient model of phi* (see
-        :class:`DPBayesianLogisticRegression`).
+        raise before the private run). The others are the paper's gradient model of
+        phi* (see :class:`DPBayesianLogisticRegression`).
     n_posterior_samples : int, default=1000
         Mixture components, and draws used for predictions.
     prior_weight_scale : float, default=2.0
