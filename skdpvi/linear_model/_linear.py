@@ -22,8 +22,8 @@ _AUTO_MAX_WEIGHTS = 31
 #: regression over them as p^4-p^6 (a default fit, 5,000 rows: 40 features 11.5 s and
 #: 0.76 GB peak, 50 features 18.6 s and 1.1 GB, 60 features 33 s and 1.9 GB; 1,000
 #: features would be a 1.9 TiB allocation), so beyond it the fit refuses before the
-#: private run. (40 until the twentieth session; calibration measured at 50 features,
-#: ``benchmarks/ablation_linear/wide_features.py``.)
+#: private run. (40 until the twentieth session; calibration measured at 50 and 60
+#: features, ``benchmarks/ablation_linear/wide_features.py``.)
 _STATISTICS_MAX_FEATURES = 60
 #: ``learning_rate_scale="auto"`` with the statistics posterior: the trace learns
 #: X^T X from the wander of the means, and 2.5 times the paper's step widens the
