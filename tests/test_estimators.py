@@ -248,7 +248,7 @@ def test_closed_form_elbo_gradients(Est, reg_data):
     with pytest.raises(ValueError, match="elbo_gradients"):
         Est(**QUICK, elbo_gradients="exact").fit(X, y)
     est = Est(**QUICK, elbo_gradients="closed_form", random_state=3)
-    assert est._engine_settings(*X.shape).engine["model"].exact_expectations
+    assert est._engine_settings(*X.shape, X, 0).engine["model"].exact_expectations
     a = est.fit(X, y).sample_posterior(50, random_state=0)
     b = clone(est).fit(X, y).sample_posterior(50, random_state=0)
     np.testing.assert_array_equal(a, b)
@@ -256,7 +256,7 @@ def test_closed_form_elbo_gradients(Est, reg_data):
     assert not np.array_equal(mc.sample_posterior(50, random_state=0), a)
     # the same subsamples and DP noise (one random stream): close, not equal
     assert np.abs(mc.coef_ - est.coef_).max() < 0.5 * a.std(0).max()
-    assert not mc._engine_settings(*X.shape).engine["model"].exact_expectations
+    assert not mc._engine_settings(*X.shape, X, 0).engine["model"].exact_expectations
 
 
 def test_classifier_rejects_non_binary_targets(clf_data):
@@ -427,7 +427,7 @@ def test_logistic_default_clip_norm_leaves_unit_scale_rows_unclipped():
     for clip_norm in ("auto", np.sqrt(6)):
         est = DPBayesianLogisticRegression(epsilon=1.0, max_iter=1000, clip_norm=clip_norm,
                                            random_state=0)
-        settings = est._engine_settings(*X.shape)
+        settings = est._engine_settings(*X.shape, X, 0)
         result = run_dpvi(data=(X, y.astype(np.float32)), random_state=0,
                           return_diagnostics=True, **settings.engine)
         fractions[clip_norm == "auto"] = result.diagnostics["clipped_fraction"]

@@ -56,7 +56,7 @@ def _unreachable(epsilon, delta, sampling_rate, steps, why):
     )
 
 
-def noise_multiplier(epsilon, delta, sampling_rate, steps):
+def noise_multiplier(epsilon, delta, sampling_rate, steps, composed_with=()):
     """Gaussian noise multiplier that makes DP-SGD (epsilon, delta)-DP.
 
     Inverts the accountant for ``steps`` steps of Poisson-subsampled Gaussian DP-SGD
@@ -76,13 +76,17 @@ def noise_multiplier(epsilon, delta, sampling_rate, steps):
         Poisson sampling rate kappa, in (0, 1].
     steps : int
         Number of DP-SGD steps T, >= 1.
+    composed_with : sequence of DPSGDMechanism or of (noise_multiplier, sampling_rate, steps)
+        Other mechanisms run on the same data, whose noise is fixed (for example the
+        private row-norm bound that chooses an estimator's clipping norm): the budget
+        covers the composition, and only the DP-SGD's noise is calibrated.
 
     Returns
     -------
     sigma : float
         Noise multiplier: the noise standard deviation is ``sigma * clip_norm``.
     epsilon_achieved : float
-        The certified epsilon spent with ``sigma``.
+        The certified epsilon spent with ``sigma`` (by the whole composition).
 
     Raises
     ------
@@ -104,7 +108,8 @@ def noise_multiplier(epsilon, delta, sampling_rate, steps):
     epsilon, delta, sampling_rate, steps = (float(epsilon), float(delta),
                                             float(sampling_rate), int(steps))
     mechanism = DPSGDMechanism(1.0, sampling_rate, steps)
-    p_used = _sampled_at_all([mechanism])
+    fixed = tuple(_check_mechanism(m) for m in composed_with)
+    p_used = _sampled_at_all([mechanism, *fixed])
     if delta >= p_used:
         raise _unreachable(
             epsilon, delta, sampling_rate, steps,
@@ -114,10 +119,10 @@ def noise_multiplier(epsilon, delta, sampling_rate, steps):
             "probability delta): choose delta well below 1 / n_samples.")
     try:
         try:
-            return _accountant_for([mechanism]).noise_multiplier(
-                epsilon, delta, sampling_rate, steps)
+            return _accountant_for([mechanism, *fixed]).noise_multiplier(
+                epsilon, delta, sampling_rate, steps, fixed)
         except PRVFailed as failed:
-            return _FALLBACK.noise_multiplier(epsilon, delta, sampling_rate, steps,
+            return _FALLBACK.noise_multiplier(epsilon, delta, sampling_rate, steps, fixed,
                                               guess=failed.sigma_hint)
     except BudgetUnreachable as exc:
         if exc.side == "epsilon too small":
@@ -225,8 +230,10 @@ def total_privacy_spent(estimators, delta=None):
         ``GridSearchCV``/``RandomizedSearchCV`` pass the search object: its
         ``cv_results_`` give the candidates and ``n_splits_`` the number of fits
         each; every candidate, an unfitted clone of ``estimator``, describes its
-        mechanism through its ``_dp_mechanism()`` method, which returns a
-        ``(DPSGDMechanism, delta)`` pair.
+        mechanisms through its ``_dp_mechanism()`` method, which returns a
+        ``(DPSGDMechanism, delta)`` pair, or ``(tuple of DPSGDMechanism, delta)`` for
+        a fit that runs several (a private clipping norm's histogram beside the
+        DP-SGD run).
     delta : float, optional
         Delta at which to report the total. Defaults to the sum of the fits' deltas.
 
@@ -251,11 +258,19 @@ def total_privacy_spent(estimators, delta=None):
         raise ValueError("estimators must contain at least one fitted estimator.")
     if delta is None:
         delta = min(sum(fit_delta for _, fit_delta in fits), 0.999999)
-    return compose_epsilon([mechanism for mechanism, _ in fits], delta), float(delta)
+    return compose_epsilon([m for mechanisms, _ in fits for m in mechanisms], delta), float(delta)
 
 
 def _fits_of(obj):
-    """Expand a search object or a list of estimators into (DPSGDMechanism, delta) pairs."""
+    """Expand a search object or a list of estimators into (mechanisms, delta) pairs."""
+    return [(_as_tuple(mechanisms), delta) for mechanisms, delta in _raw_fits_of(obj)]
+
+
+def _as_tuple(mechanisms):
+    return (mechanisms,) if isinstance(mechanisms, DPSGDMechanism) else tuple(mechanisms)
+
+
+def _raw_fits_of(obj):
     if hasattr(obj, "cv_results_") and hasattr(obj, "estimator"):
         from sklearn.base import clone
 
@@ -271,7 +286,9 @@ def _fits_of(obj):
 
 
 def _fitted_mechanism(est):
-    """(DPSGDMechanism, delta) of a fitted estimator, read from its fitted attributes."""
+    """(mechanisms, delta) of a fitted estimator, read from its fitted attributes."""
+    if hasattr(est, "_dp_mechanism") and hasattr(est, "noise_multiplier_"):
+        return est._dp_mechanism()
     for name in ("noise_multiplier_", "n_iter_", "delta_"):
         if not hasattr(est, name):
             raise ValueError(f"{type(est).__name__} is not a fitted DP estimator: no {name}.")

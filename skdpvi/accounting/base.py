@@ -41,13 +41,16 @@ class Accountant(abc.ABC):
         """
 
     @abc.abstractmethod
-    def noise_multiplier(self, epsilon, delta, sampling_rate, steps):
+    def noise_multiplier(self, epsilon, delta, sampling_rate, steps, fixed=()):
         """The noise multiplier that makes one DP-SGD mechanism (epsilon, delta)-DP.
 
         Parameters
         ----------
         epsilon, delta, sampling_rate, steps
             The (validated) budget and the mechanism's rate and length.
+        fixed : sequence of DPSGDMechanism, default=()
+            Mechanisms run on the same data beside it (fixed noise): the budget
+            covers their composition.
 
         Returns
         -------

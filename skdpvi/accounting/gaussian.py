@@ -104,10 +104,11 @@ class GaussianAccountant(Accountant):
             raise ValueError("The Gaussian accountant serves only sampling_rate == 1.")
         return gaussian_epsilon(_mu(mechanisms), delta)
 
-    def noise_multiplier(self, epsilon, delta, sampling_rate, steps):
+    def noise_multiplier(self, epsilon, delta, sampling_rate, steps, fixed=()):
         """Noise multiplier of T full-batch steps, epsilon within 0.5 % below the target.
 
-        The composition is the Gaussian mechanism with mu = sqrt(T) / sigma; mu is
+        The composition (with the ``fixed`` full-batch mechanisms) is the Gaussian
+        mechanism with mu^2 = T / sigma^2 + mu_fixed^2; mu is
         solved for in closed form up to a root finder, so every budget is reachable;
         like the other accountants, it still refuses noise multipliers outside
         [MIN_SIGMA, MAX_SIGMA] (:class:`~skdpvi.accounting.calibrate.BudgetUnreachable`).
@@ -123,12 +124,15 @@ class GaussianAccountant(Accountant):
             hi += 2.0
         log_mu = brentq(lambda x: gaussian_delta(aim, math.exp(x)) - delta, lo, hi,
                         xtol=1e-13, maxiter=500)
-        sigma = math.sqrt(steps) / math.exp(log_mu)
+        mu_left = math.exp(2 * log_mu) - _mu(fixed) ** 2
+        if mu_left <= 0:  # the fixed mechanisms alone spend the budget
+            raise BudgetUnreachable("epsilon too small")
+        sigma = math.sqrt(steps / mu_left)
         if sigma > MAX_SIGMA:
             raise BudgetUnreachable("epsilon too small")
         if sigma < MIN_SIGMA:
             raise BudgetUnreachable("epsilon too large")
-        achieved = gaussian_epsilon(math.sqrt(steps) / sigma, delta)
+        achieved = gaussian_epsilon(math.sqrt(steps / sigma**2 + _mu(fixed) ** 2), delta)
         if not (1 - TIGHTNESS) * epsilon <= achieved <= epsilon:  # pragma: no cover
             raise RuntimeError(
                 f"Gaussian calibration missed its window: {achieved} for {epsilon}.")

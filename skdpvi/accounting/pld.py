@@ -281,17 +281,19 @@ class PLDAccountant(Accountant):
             eps = pld_epsilon(history, delta, grid=max(eps / 2000, 1e-6))
         return eps
 
-    def noise_multiplier(self, epsilon, delta, sampling_rate, steps, guess=None):
+    def noise_multiplier(self, epsilon, delta, sampling_rate, steps, fixed=(), guess=None):
         """Noise multiplier with certified epsilon in [0.995 epsilon, epsilon].
 
-        ``guess`` (optional) is where the search starts, e.g. the PRV accountant's
-        estimate when only its certifying evaluation failed.
+        ``fixed`` mechanisms are composed with the one calibrated; ``guess``
+        (optional) is where the search starts, e.g. the PRV accountant's estimate
+        when only its certifying evaluation failed.
         """
         grid = min(_GRID, epsilon / 2000)
+        others = tuple((m.noise_multiplier, m.sampling_rate, m.steps) for m in fixed)
 
         def certified(sigma, grid=grid, points_per_scale=50):
             try:
-                return pld_epsilon(((sigma, sampling_rate, steps),), delta, grid,
+                return pld_epsilon(((sigma, sampling_rate, steps),) + others, delta, grid,
                                    points_per_scale)
             except _TooFine:
                 return math.inf

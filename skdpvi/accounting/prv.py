@@ -117,14 +117,14 @@ def _prv_epsilon_unchecked(history, delta, eps_error):
 
 
 @functools.lru_cache(maxsize=256)
-def _noise_multiplier_cached(epsilon, delta, sampling_rate, steps):
+def _noise_multiplier_cached(epsilon, delta, sampling_rate, steps, fixed=()):
     def estimate(sigma):
-        history = ((sigma, sampling_rate, steps),)
+        history = ((sigma, sampling_rate, steps),) + fixed
         return _prv_epsilon(history, delta, _COARSE_ERROR * epsilon)[0]
 
     def certified(sigma):
         try:
-            return _prv_epsilon(((sigma, sampling_rate, steps),), delta,
+            return _prv_epsilon(((sigma, sampling_rate, steps),) + fixed, delta,
                                 _FINE_ERROR * epsilon)[1]
         except PRVFailed as exc:
             exc.sigma_hint = sigma  # where the estimate put the root: a head start
@@ -166,7 +166,7 @@ class PRVAccountant(Accountant):
                         for m in merge_repeats(mechanisms))
         return _epsilon_spent_cached(history, float(delta))
 
-    def noise_multiplier(self, epsilon, delta, sampling_rate, steps):
+    def noise_multiplier(self, epsilon, delta, sampling_rate, steps, fixed=()):
         """Tight noise multiplier (see :meth:`Accountant.noise_multiplier`).
 
         The certified epsilon lands within 0.5 % below ``epsilon``; the result is cached.
@@ -179,5 +179,11 @@ class PRVAccountant(Accountant):
             If no noise multiplier in the searched range meets the budget.
         """
         return _noise_multiplier_cached(
-            float(epsilon), float(delta), float(sampling_rate), int(steps)
+            float(epsilon), float(delta), float(sampling_rate), int(steps), _triples(fixed)
         )
+
+
+def _triples(mechanisms):
+    """Hashable (sigma, q, steps) triples of mechanisms, for the caches."""
+    return tuple((float(m.noise_multiplier), float(m.sampling_rate), int(m.steps))
+                 for m in mechanisms)

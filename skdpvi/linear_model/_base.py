@@ -112,8 +112,8 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
 
     def _fit(self, X, y_model):
         """Run the private mechanism and the noise-aware post-processing: (a), (b), (c)."""
-        settings = self._engine_settings(X.shape[0], X.shape[1])
         seeds = self._fit_seeds()
+        settings = self._engine_settings(X.shape[0], X.shape[1], X, seeds.engine)
         result = run_dpvi(data=(X, y_model), random_state=seeds.engine, verbose=self.verbose,
                           **settings.engine)
         return self._fit_from_result(result, settings, X.shape[0], seeds)
@@ -186,6 +186,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         self.epsilon_ = settings.epsilon
         self.delta_ = float(self.delta)
         self.clip_norm_ = settings.engine["clip_norm"]
+        self.clip_histogram_noise_ = settings.clip_histogram_noise
         self.n_iter_ = int(self.max_iter)
         self.burn_in_ = settings.engine["burn_in"]
         # predictions follow the fitted parameters, not a later set_params(fit_intercept=...)
@@ -212,7 +213,8 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         :func:`~skdpvi.dpvi.run_dpvi`'s up to float rounding. Part (a) of the fit runs
         once (the settings depend only on the parameters and the data's shape), (c)
         once per data set. Data sets of different shapes run in separate lockstep
-        groups. For simulation studies (:func:`skdpvi.metrics.run_tarp_study`).
+        groups, and so do data sets whose private clipping norms differ. For
+        simulation studies (:func:`skdpvi.metrics.run_tarp_study`).
 
         Parameters
         ----------
@@ -230,17 +232,18 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
             raise ValueError("datasets and random_states must have the same length.")
         fitted = [clone(self).set_params(random_state=int(s)) for s in random_states]
         inputs = [est._fit_inputs(X, y) for est, (X, y) in zip(fitted, datasets)]
+        seeds = [est._fit_seeds() for est in fitted]
+        settings = [est._engine_settings(X.shape[0], X.shape[1], X, s.engine)
+                    for est, (X, _), s in zip(fitted, inputs, seeds)]
         groups = {}
         for k, (X, y) in enumerate(inputs):
-            groups.setdefault(X.shape, []).append(k)
-        for (n_samples, n_features), members in groups.items():
-            settings = fitted[members[0]]._engine_settings(n_samples, n_features)
-            seeds = [fitted[k]._fit_seeds() for k in members]
+            groups.setdefault((X.shape, settings[k].engine["clip_norm"]), []).append(k)
+        for ((n_samples, _), _), members in groups.items():
             results = run_dpvi_batched(datasets=[inputs[k] for k in members],
-                                       random_states=[s.engine for s in seeds],
-                                       verbose=verbose, **settings.engine)
-            for k, result, s in zip(members, results, seeds):
-                fitted[k]._fit_from_result(result, settings, n_samples, s)
+                                       random_states=[seeds[k].engine for k in members],
+                                       verbose=verbose, **settings[members[0]].engine)
+            for k, result in zip(members, results):
+                fitted[k]._fit_from_result(result, settings[k], n_samples, seeds[k])
         return fitted
 
     def _fit_inputs(self, X, y):

@@ -19,6 +19,8 @@ from sklearn.utils import check_random_state
 from ..accounting import DPSGDMechanism, noise_multiplier
 from ..accounting.budget import _check_budget
 from ..dpvi import heuristic_learning_rate
+from ..dpvi.clip_bound import (bound_is_informative, histogram_mechanism, histogram_noise_std,
+                               private_norm_bound, row_norms_with_intercept)
 from ..dpvi.schedule import _default_preconditioning
 from ..noise_aware import INFERENCE_METHODS
 from ..utils.validation import is_int, is_real
@@ -45,7 +47,13 @@ class _FitSettings:
 
     engine: dict
     epsilon: float
+    #: noise std of the private row-norm histogram that chose the clipping norm
+    #: (:mod:`skdpvi.dpvi.clip_bound`); None if the clipping norm was fixed
+    clip_histogram_noise: float = None
 
+
+#: Mixed with a fit's engine seed into the seed of its private row-norm histogram.
+_CLIP_STREAM = 0x636C6970
 
 #: The seeds of one fit, drawn from ``random_state``: the DP-SGD run's, the
 #: post-processing's and the posterior draws'.
@@ -54,6 +62,10 @@ _FitSeeds = namedtuple("_FitSeeds", ["engine", "post", "draw"])
 
 class _SettingsMixin:
     """Validation of the parameters and part (a) of a fit (see :mod:`._base`)."""
+
+    #: Whether ``clip_norm="auto"`` measures the rows' norms privately (a subclass's
+    #: choice; else it is the fixed ``_default_clip_norm``).
+    _private_clip_norm = False
 
     def _check_params(self, n_samples):
         for name in ("epsilon", "delta", "sampling_rate"):
@@ -129,12 +141,16 @@ class _SettingsMixin:
         rng = check_random_state(self.random_state)
         return _FitSeeds(*(int(s) for s in rng.randint(0, 2**31 - 1, size=3)))
 
-    def _engine_settings(self, n_samples, n_features):
+    def _engine_settings(self, n_samples, n_features, X=None, seed=None):
         """(a) Everything the DP-SGD engine needs for data of this shape.
 
         Validates the parameters and computes the noise multiplier, the model, the
-        clipping norm, the learning rate and the preconditioner, all before any
-        private data is read. Only the shape of the data is used.
+        clipping norm, the learning rate and the preconditioner. Only the shape of the
+        data is used, except where :meth:`_clip_histogram_noise` plans a private
+        clipping norm: then the rows ``X`` enter once, through the noisy histogram of
+        their norms (:func:`~skdpvi.dpvi.clip_bound.private_norm_bound`, noise drawn
+        from ``seed``), whose share of the budget the accountant composes with the
+        DP-SGD run.
 
         Returns
         -------
@@ -153,13 +169,26 @@ class _SettingsMixin:
             )
         verbose = int(self.verbose)
         start = time.perf_counter()
+        histogram_noise = self._clip_histogram_noise(n_samples)
+        composed = () if histogram_noise is None else (histogram_mechanism(histogram_noise),)
         sigma, eps_achieved = noise_multiplier(
-            self.epsilon, self.delta, self.sampling_rate, int(self.max_iter)
-        )
+            self.epsilon, self.delta, self.sampling_rate, int(self.max_iter),
+            composed_with=composed)
         _progress(verbose, 1, f"accounting: noise multiplier sigma={sigma:.5g}, certified "
                               f"epsilon={eps_achieved:.5g} at delta={self.delta:g} "
                               f"({time.perf_counter() - start:.1f} s)")
-        clip = self._default_clip_norm(model) if self.clip_norm == "auto" else float(self.clip_norm)
+        if self.clip_norm != "auto":
+            clip = float(self.clip_norm)
+        elif histogram_noise is None:
+            clip = self._default_clip_norm(model)
+        else:
+            if X is None or seed is None:
+                raise ValueError("a private clipping norm needs the rows X and a seed.")
+            clip, _ = private_norm_bound(
+                row_norms_with_intercept(X, self.fit_intercept), self._default_clip_norm(model),
+                histogram_noise, np.random.default_rng([int(seed), _CLIP_STREAM]))
+            _progress(verbose, 2, f"clipping norm {clip:.4g} from the rows' private norm "
+                                  f"histogram (noise std {histogram_noise:.3g})")
         lam_c = (self._default_learning_rate_scale(2 * model.n_params)
                  if self.learning_rate_scale == "auto" else float(self.learning_rate_scale))
         lam = (heuristic_learning_rate(sigma, clip, int(self.max_iter), 2 * model.n_params, lam_c)
@@ -186,27 +215,50 @@ class _SettingsMixin:
         step_matrix = self._step_matrix(engine, n_samples)
         if step_matrix is not None:
             engine["step_matrix"] = step_matrix
-        return _FitSettings(engine=engine, epsilon=eps_achieved)
+        return _FitSettings(engine=engine, epsilon=eps_achieved,
+                            clip_histogram_noise=histogram_noise)
+
+    def _clip_histogram_noise(self, n_samples):
+        """Noise std of the private row-norm histogram a fit on ``n_samples`` rows runs,
+        or None if it runs none.
+
+        It runs when ``clip_norm="auto"``, the estimator chooses its clipping norm from
+        the data (``_private_clip_norm``) and the histogram can lower the bound at all
+        for this budget and number of rows (a decision from public numbers only).
+        """
+        if self.clip_norm != "auto" or not self._private_clip_norm:
+            return None
+        noise = histogram_noise_std(self.epsilon, self.delta)
+        return noise if bound_is_informative(n_samples, noise) else None
 
     def _step_matrix(self, engine, n_samples):
         """A ``step_matrix`` for the engine (a subclass's; None: the plain step)."""
         return None
 
     def _dp_mechanism(self):
-        """The DP-SGD mechanism of this estimator's fit, and the delta of its budget.
+        """The mechanisms of this estimator's fit, and the delta of its budget.
 
-        Fitted: the mechanism that ran. Unfitted: the one a fit with the current
-        parameters would run, its noise multiplier from the accountant. Through this
-        method :func:`skdpvi.accounting.total_privacy_spent` accounts every candidate
-        of a model search without fitting it.
+        Fitted: the mechanisms that ran. Unfitted: those a fit with the current
+        parameters would run, the noise multiplier from the accountant; the number of
+        rows is not known then, and a private clipping norm's histogram is assumed to
+        run wherever it can (it shares the budget, so the fit's epsilon is the same
+        either way). Through this method :func:`skdpvi.accounting.total_privacy_spent`
+        accounts every candidate of a model search without fitting it.
 
         Returns
         -------
-        mechanism : skdpvi.accounting.DPSGDMechanism
+        mechanisms : tuple of skdpvi.accounting.DPSGDMechanism
+            The DP-SGD run first, then the row-norm histogram, if any.
         delta : float
         """
         if hasattr(self, "noise_multiplier_"):
-            return (DPSGDMechanism(self.noise_multiplier_, self.sampling_rate, self.n_iter_),
-                    self.delta_)
-        sigma, _ = noise_multiplier(self.epsilon, self.delta, self.sampling_rate, self.max_iter)
-        return DPSGDMechanism(sigma, self.sampling_rate, self.max_iter), self.delta
+            run = DPSGDMechanism(self.noise_multiplier_, self.sampling_rate, self.n_iter_)
+            noise = getattr(self, "clip_histogram_noise_", None)
+            extra = () if noise is None else (histogram_mechanism(noise),)
+            return (run, *extra), self.delta_
+        extra = ()
+        if self.clip_norm == "auto" and self._private_clip_norm:
+            extra = (histogram_mechanism(histogram_noise_std(self.epsilon, self.delta)),)
+        sigma, _ = noise_multiplier(self.epsilon, self.delta, self.sampling_rate, self.max_iter,
+                                    composed_with=extra)
+        return (DPSGDMechanism(sigma, self.sampling_rate, self.max_iter), *extra), self.delta
