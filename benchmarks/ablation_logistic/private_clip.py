@@ -11,7 +11,8 @@ coefficients and intercept drawn from the prior N(0, 1). TARP with the authors'
 clipping norms the fits chose.
 
 Designs: ``gaussian`` (d equicorrelated unit-variance features), ``correlated``
-(issue 14's benchmark, ``benchmarks/logistic_correlated.py``), ``unit`` (d features
+(issue 14's benchmark, ``benchmarks/logistic_correlated.py``; ``--onehot`` declares its
+one-hot block, ``onehot_blocks=[[6, 7, 8, 9]]``), ``unit`` (d features
 uniform on [0, 1], public-scale features as on Adult), ``heavy`` (d Student-t
 features with 3 degrees of freedom, scaled to unit variance: large-norm rows).
 
@@ -74,13 +75,15 @@ def main():
     parser.add_argument("--variants", nargs="+", default=["auto", "fixed"])
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--onehot", action="store_true",
+                        help="correlated design: declare its one-hot block (onehot_blocks)")
     args = parser.parse_args()
     if args.design == "correlated":
         args.d, args.n = 10, 10_000
     sim = Simulator(args.design, args.d, args.n, args.rho)
     n_params = args.d + 1
     cell = (f"{args.design}_d{args.d}_n{args.n}" + (f"_rho{args.rho:g}" if args.rho else "")
-            + f"_eps{args.epsilon:g}")
+            + f"_eps{args.epsilon:g}" + ("_onehot" if args.onehot else ""))
     floor = rmse_floor(args.n_sim)
     payload = {"machine": machine(), "n_sim": args.n_sim, "floor": floor, "cell": cell,
                "variants": {}}
@@ -99,24 +102,38 @@ def main():
           f"fixed {2.0 * math.sqrt(n_params):.3g}")
     for variant in args.variants:
         clip = "auto" if variant == "auto" else 2.0 * math.sqrt(n_params)
-        est = DPBayesianLogisticRegression(epsilon=args.epsilon, clip_norm=clip)
+        blocks = [[6, 7, 8, 9]] if args.onehot else None
+        est = DPBayesianLogisticRegression(epsilon=args.epsilon, clip_norm=clip,
+                                           onehot_blocks=blocks)
         start = time.perf_counter()
         study = run_tarp_study(est, sim, n_simulations=args.n_sim, n_jobs=args.n_jobs,
                                random_state=args.seed)
         seconds = time.perf_counter() - start
         prior = tarp_coverage(study.samples, study.theta_true, references=prior_refs).rmse
         cover = study.interval_coverage(0.9)
+        mean = study.samples.mean(1)
+        maha = []
+        for draws, m, theta in zip(study.samples, mean, study.theta_true):
+            cov = np.cov(draws, rowvar=False)
+            maha.append(float((theta - m) @ np.linalg.solve(cov, theta - m)))
+        from scipy.stats import chi2
+        joint = {f"{q:g}": float(np.mean(np.array(maha) <= chi2.ppf(q, n_params)))
+                 for q in (0.5, 0.9)}
+        np.savez_compressed(f"/tmp/private_clip_{cell}_{variant}.npz", samples=study.samples,
+                            theta=study.theta_true)
         z = study.z_scores()
         row = {"tarp_posterior": float(study.rmse), "tarp_prior": float(prior),
                "coverage_90": [float(cover.min()), float(cover.max())],
                "z_sd": [float(z.std(0).min()), float(z.std(0).max())],
                "z_mean": [float(z.mean(0).min()), float(z.mean(0).max())],
-               "seconds": seconds}
+               "coverage_90_per_param": cover.tolist(), "z_sd_per_param": z.std(0).tolist(),
+               "gaussian_joint_coverage": joint, "seconds": seconds}
         payload["variants"][variant] = row
         print(f"  {variant:<6} TARP {row['tarp_posterior']:.3f} / {row['tarp_prior']:.3f}, "
               f"coverage {cover.min():.2f}-{cover.max():.2f}, z sd "
               f"{row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, z mean {row['z_mean'][0]:+.2f}-"
-              f"{row['z_mean'][1]:+.2f} ({seconds:.0f} s)", flush=True)
+              f"{row['z_mean'][1]:+.2f}, Gaussian joint coverage 50/90 % {joint['0.5']:.2f} / "
+              f"{joint['0.9']:.2f} ({seconds:.0f} s)", flush=True)
         save(f"ablation_logistic_private_clip_{cell}", payload)
 
 

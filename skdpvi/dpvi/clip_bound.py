@@ -27,11 +27,8 @@ import math
 
 import numpy as np
 
-from ..accounting import DPSGDMechanism
-
-__all__ = ["BUDGET_SHARE", "TAIL", "bound_is_informative", "histogram_mechanism",
-           "histogram_noise_std", "norm_grid", "private_norm_bound",
-           "row_norms_with_intercept"]
+__all__ = ["BUDGET_SHARE", "TAIL", "bound_is_informative", "histogram_noise_std",
+           "norm_grid", "private_norm_bound", "row_norms_with_intercept"]
 
 #: Share of the budget (of mu^2 in Gaussian-DP terms) spent on the histogram: the
 #: DP-SGD's noise multiplier grows by about 1 / sqrt(1 - BUDGET_SHARE), 2.6 %.
@@ -56,21 +53,16 @@ def norm_grid(top):
     return float(top) * 2.0 ** (-k / BINS_PER_OCTAVE)
 
 
-def histogram_noise_std(epsilon, delta):
+def histogram_noise_std(whole_budget_noise):
     """The histogram's noise: a Gaussian mechanism spending ``BUDGET_SHARE`` of mu^2.
 
-    ``1 / mu`` is the noise of a single Gaussian mechanism of sensitivity 1 that
-    spends the whole (epsilon, delta); the histogram gets ``mu sqrt(BUDGET_SHARE)``.
+    ``whole_budget_noise`` (``1 / mu``) is the noise of a single Gaussian mechanism
+    of sensitivity 1 that spends the whole (epsilon, delta) (the accountant's
+    ``noise_multiplier(epsilon, delta, 1.0, 1)``); the histogram gets
+    ``mu sqrt(BUDGET_SHARE)``. For the accountant the histogram is one full-batch
+    DP-SGD step of clip norm 1 with this noise multiplier.
     """
-    from ..accounting.gaussian import GaussianAccountant
-
-    sigma_all, _ = GaussianAccountant().noise_multiplier(epsilon, delta, 1.0, 1)
-    return sigma_all / math.sqrt(BUDGET_SHARE)
-
-
-def histogram_mechanism(noise_std):
-    """The histogram as the accountant sees it: one full-batch step of clip norm 1."""
-    return DPSGDMechanism(noise_multiplier=float(noise_std), sampling_rate=1.0, steps=1)
+    return float(whole_budget_noise) / math.sqrt(BUDGET_SHARE)
 
 
 def bound_is_informative(n_rows, noise_std):

@@ -53,8 +53,8 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         (:mod:`skdpvi.dpvi.clip_bound`). Features scaled to [0, 1] thus get a C near
         their rows' norms instead of one made for unit-variance features, and several
         times less noise. Where the histogram's noise is too large for the number of
-        rows to lower the bound at all (``epsilon * n_samples`` small, e.g. 1,000 rows
-        at epsilon 1), nothing is spent on it and C is ``2 * sqrt(n_features + 1)``,
+        rows to lower the bound at all (``epsilon * n_samples`` small: below about 950
+        rows at epsilon 1, 7,800 at 0.1, with ``delta=1e-5``), nothing is spent on it and C is ``2 * sqrt(n_features + 1)``,
         twice the norm of a fully misclassified example when the features have unit
         scale. ``clip_histogram_noise_`` says which happened. A number fixes C: choose
         it from public knowledge of the feature ranges (the largest possible

@@ -19,8 +19,8 @@ from sklearn.utils import check_random_state
 from ..accounting import DPSGDMechanism, noise_multiplier
 from ..accounting.budget import _check_budget
 from ..dpvi import heuristic_learning_rate
-from ..dpvi.clip_bound import (bound_is_informative, histogram_mechanism, histogram_noise_std,
-                               private_norm_bound, row_norms_with_intercept)
+from ..dpvi.clip_bound import (bound_is_informative, histogram_noise_std, private_norm_bound,
+                               row_norms_with_intercept)
 from ..dpvi.schedule import _default_preconditioning
 from ..noise_aware import INFERENCE_METHODS
 from ..utils.validation import is_int, is_real
@@ -50,6 +50,12 @@ class _FitSettings:
     #: noise std of the private row-norm histogram that chose the clipping norm
     #: (:mod:`skdpvi.dpvi.clip_bound`); None if the clipping norm was fixed
     clip_histogram_noise: float = None
+
+
+def histogram_mechanism(noise_std):
+    """The row-norm histogram as the accountant sees it: one full-batch DP-SGD step
+    of clip norm 1 (every row adds a one-hot vector of norm 1)."""
+    return DPSGDMechanism(noise_multiplier=float(noise_std), sampling_rate=1.0, steps=1)
 
 
 #: Mixed with a fit's engine seed into the seed of its private row-norm histogram.
@@ -228,8 +234,13 @@ class _SettingsMixin:
         """
         if self.clip_norm != "auto" or not self._private_clip_norm:
             return None
-        noise = histogram_noise_std(self.epsilon, self.delta)
+        noise = self._histogram_noise()
         return noise if bound_is_informative(n_samples, noise) else None
+
+    def _histogram_noise(self):
+        """Noise std of the row-norm histogram for this budget (if it runs)."""
+        whole_budget_noise, _ = noise_multiplier(self.epsilon, self.delta, 1.0, 1)
+        return histogram_noise_std(whole_budget_noise)
 
     def _step_matrix(self, engine, n_samples):
         """A ``step_matrix`` for the engine (a subclass's; None: the plain step)."""
@@ -258,7 +269,7 @@ class _SettingsMixin:
             return (run, *extra), self.delta_
         extra = ()
         if self.clip_norm == "auto" and self._private_clip_norm:
-            extra = (histogram_mechanism(histogram_noise_std(self.epsilon, self.delta)),)
+            extra = (histogram_mechanism(self._histogram_noise()),)
         sigma, _ = noise_multiplier(self.epsilon, self.delta, self.sampling_rate, self.max_iter,
                                     composed_with=extra)
         return (DPSGDMechanism(sigma, self.sampling_rate, self.max_iter), *extra), self.delta

@@ -9,8 +9,9 @@ import torch
 
 from skdpvi.accounting import compose_epsilon, noise_multiplier
 from skdpvi.dpvi.clip_bound import (BUDGET_SHARE, TAIL, Z, bound_is_informative,
-                                    histogram_mechanism, histogram_noise_std, norm_grid,
-                                    private_norm_bound, row_norms_with_intercept)
+                                    histogram_noise_std, norm_grid, private_norm_bound,
+                                    row_norms_with_intercept)
+from skdpvi.linear_model._settings import histogram_mechanism
 
 
 def test_grid_halves_every_two_edges_from_the_top():
@@ -63,8 +64,8 @@ def test_bound_never_exceeds_the_top_and_stays_there_when_the_noise_hides_the_co
 
 def test_histogram_spends_its_share_and_the_dp_sgd_the_rest_of_the_budget():
     epsilon, delta = 1.0, 1e-5
-    noise = histogram_noise_std(epsilon, delta)
     sigma_all, _ = noise_multiplier(epsilon, delta, 1.0, 1)
+    noise = histogram_noise_std(sigma_all)
     # Gaussian-DP: mu^2 of the histogram is BUDGET_SHARE of the whole budget's
     assert (1 / noise) ** 2 == pytest.approx(BUDGET_SHARE / sigma_all**2, rel=1e-6)
     hist = histogram_mechanism(noise)
