@@ -6,7 +6,9 @@ Parameters (simulation studies, where the truth is known)
     several reference-point schemes and a bootstrap;
     :func:`run_tarp_study` -- simulate, fit, sample and test in parallel;
     :func:`posterior_z_scores`, :func:`interval_coverage` -- the same draws read
-    parameter by parameter (TARP can pass a posterior too narrow in one of them).
+    parameter by parameter (TARP can pass a posterior too narrow in one of them);
+    :func:`ellipsoid_coverage` -- and in every direction at once (both can pass a
+    posterior too narrow along a combination of parameters).
 Predictions (real data, held-out targets)
     :func:`predictive_coverage` -- coverage of posterior-predictive intervals
     for regression; :func:`calibration_curve_quantile`,
@@ -24,7 +26,7 @@ from ._calibration import (
     calibration_rmse,
     expected_calibration_error,
 )
-from ._intervals import interval_coverage, posterior_z_scores
+from ._intervals import ellipsoid_coverage, interval_coverage, posterior_z_scores
 from ._predictive import (
     PredictiveCoverageResult,
     predictive_coverage,
@@ -65,6 +67,7 @@ __all__ = [
     "expected_calibration_error",
     "get_scorer",
     "interval_coverage",
+    "ellipsoid_coverage",
     "make_predictive_coverage_scorer",
     "marginal_tarp_coverage",
     "neg_brier_score_scorer",

@@ -5,7 +5,7 @@ from typing import Optional
 
 import numpy as np
 
-from ._intervals import interval_coverage, posterior_z_scores
+from ._intervals import ellipsoid_coverage, interval_coverage, posterior_z_scores
 from ._tarp import MarginalTarpResult, TarpResult
 
 __all__ = ["TarpStudyResult"]
@@ -59,15 +59,22 @@ class TarpStudyResult:
         """ndarray of shape (n_params,): :func:`interval_coverage` at ``level``."""
         return interval_coverage(self.samples, self.theta_true, level)
 
+    def ellipsoid_coverage(self, level=0.9):
+        """float: :func:`ellipsoid_coverage` at ``level``, the joint check in every
+        direction."""
+        return ellipsoid_coverage(self.samples, self.theta_true, level)
+
     def __repr__(self):
         # the per-parameter coverage beside the joint RMSE: TARP can pass a posterior
         # too narrow in some coordinates (the results page's small-data cell: RMSE
         # 0.05 with 90 % intervals covering well under 0.9 of the truths)
         n_sim, n_draws, n_params = self.samples.shape
         coverage = self.interval_coverage(0.9)
+        ellipsoid = (f"ellipsoid_90={self.ellipsoid_coverage(0.9):.2f}, "
+                     if n_draws >= n_params + 2 else "")
         return (
             f"{type(self).__name__}(rmse={self.tarp.rmse:.4f}, "
-            f"coverage_90={np.nanmin(coverage):.2f}-{np.nanmax(coverage):.2f}, "
+            f"coverage_90={np.nanmin(coverage):.2f}-{np.nanmax(coverage):.2f}, {ellipsoid}"
             f"n_simulations={n_sim}, n_draws={n_draws}, n_params={n_params}, "
             f"unconstrained={self.unconstrained})"
         )

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import torch
 
 from skdpvi.accounting import compose_epsilon, noise_multiplier
-from skdpvi.dpvi.clip_bound import (BUDGET_SHARE, TAIL, Z, bound_is_informative,
+from skdpvi.dpvi.clip_bound import (BUDGET_SHARE, HEADROOM, TAIL, Z, bound_is_informative,
                                     histogram_noise_std, norm_grid, private_norm_bound,
                                     row_norms_with_intercept)
 from skdpvi.linear_model._settings import histogram_mechanism
@@ -38,16 +38,19 @@ def test_histogram_counts_every_row_in_one_bin_and_adds_noise_of_the_stated_sd()
     assert abs(noise.mean()) < 0.4 and noise.std() == pytest.approx(7.0, rel=0.03)
 
 
-def test_bound_is_the_lowest_edge_with_few_enough_rows_above():
+def test_bound_is_one_step_above_the_lowest_edge_with_few_enough_rows_above():
     rng = np.random.default_rng(1)
+    step = math.sqrt(2) ** HEADROOM
     norms = np.full(10_000, 2.9)
-    assert private_norm_bound(norms, 15.0, 0.0, rng)[0] == pytest.approx(15.0 / 4)
-    # 10 % of the rows at 10: more than TAIL of them, so the bound stays above them
+    # the lowest edge with no row above is 15 / 4 = 3.75
+    assert private_norm_bound(norms, 15.0, 0.0, rng)[0] == pytest.approx(15.0 / 4 * step)
+    # 10 % of the rows at 10: more than TAIL of them, so the edge stays above them
     norms[:1000] = 10.0
-    assert private_norm_bound(norms, 15.0, 0.0, rng)[0] == pytest.approx(15.0 / math.sqrt(2))
-    # 2 % at 10: below TAIL, the bound may leave them above it
+    assert private_norm_bound(norms, 15.0, 0.0, rng)[0] == pytest.approx(
+        min(15.0, 15.0 / math.sqrt(2) * step))
+    # 2 % at 10: below TAIL, the edge may leave them above it
     norms[200:1000] = 2.9
-    assert private_norm_bound(norms, 15.0, 0.0, rng)[0] == pytest.approx(15.0 / 4)
+    assert private_norm_bound(norms, 15.0, 0.0, rng)[0] == pytest.approx(15.0 / 4 * step)
 
 
 def test_bound_never_exceeds_the_top_and_stays_there_when_the_noise_hides_the_counts():

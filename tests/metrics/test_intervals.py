@@ -61,3 +61,29 @@ def test_the_study_result_reads_its_own_draws():
     text = repr(result)
     assert f"coverage_90={coverage.min():.2f}-{coverage.max():.2f}" in text
     assert f"rmse={result.rmse:.4f}" in text
+
+
+def test_ellipsoid_coverage_is_level_when_calibrated_and_sees_a_narrow_combination():
+    from skdpvi.metrics import ellipsoid_coverage
+
+    rng = np.random.default_rng(0)
+    n_sim, n_draws = 400, 600
+    theta = rng.normal(size=(n_sim, 6))
+    x = theta + rng.normal(size=theta.shape)
+    draws = x[:, None] / 2 + np.sqrt(0.5) * rng.normal(size=(n_sim, n_draws, 6))
+    for level in (0.5, 0.9):
+        assert abs(ellipsoid_coverage(draws, theta, level) - level) < 0.06
+    # a posterior ten times too narrow along (1, -1, 1, -1, 1, -1) / sqrt(6) only:
+    # every coordinate's interval still covers nearly right, the ellipsoid does not
+    u = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0]) / np.sqrt(6)
+    centred = draws - draws.mean(1, keepdims=True)
+    narrow = draws - 0.9 * (centred @ u)[..., None] * u
+    assert interval_coverage(narrow, theta).min() > 0.8
+    assert ellipsoid_coverage(narrow, theta) < 0.5
+    # any shape: a skewed posterior (calibrated by construction) still gives the level
+    skew = rng.gamma(2.0, size=(n_sim, n_draws + 1, 2))
+    assert abs(ellipsoid_coverage(skew[:, 1:], skew[:, 0]) - 0.9) < 0.05
+    with pytest.raises(ValueError, match="level"):
+        ellipsoid_coverage(draws, theta, 1.0)
+    with pytest.raises(ValueError, match="draws"):
+        ellipsoid_coverage(draws[:, :4], theta)
