@@ -75,6 +75,9 @@ def main():
     parser.add_argument("--variants", nargs="+", default=["auto", "fixed"])
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", nargs="*", default=[], metavar="PARAM=VALUE",
+                        help="estimator parameters for every variant (e.g. inference=emcee "
+                             "error_model=diagonal); they name the results file")
     parser.add_argument("--onehot", action="store_true",
                         help="correlated design: declare its one-hot block (onehot_blocks)")
     args = parser.parse_args()
@@ -83,7 +86,15 @@ def main():
     sim = Simulator(args.design, args.d, args.n, args.rho)
     n_params = args.d + 1
     cell = (f"{args.design}_d{args.d}_n{args.n}" + (f"_rho{args.rho:g}" if args.rho else "")
-            + f"_eps{args.epsilon:g}" + ("_onehot" if args.onehot else ""))
+            + f"_eps{args.epsilon:g}" + ("_onehot" if args.onehot else "")
+            + "".join(f"_{kv.replace('=', '-')}" for kv in args.set))
+    extra = {}
+    for kv in args.set:
+        key, value = kv.split("=", 1)
+        try:
+            extra[key] = float(value)
+        except ValueError:
+            extra[key] = value
     floor = rmse_floor(args.n_sim)
     payload = {"machine": machine(), "n_sim": args.n_sim, "floor": floor, "cell": cell,
                "variants": {}}
@@ -104,7 +115,7 @@ def main():
         clip = "auto" if variant == "auto" else 2.0 * math.sqrt(n_params)
         blocks = [[6, 7, 8, 9]] if args.onehot else None
         est = DPBayesianLogisticRegression(epsilon=args.epsilon, clip_norm=clip,
-                                           onehot_blocks=blocks)
+                                           onehot_blocks=blocks, **extra)
         start = time.perf_counter()
         study = run_tarp_study(est, sim, n_simulations=args.n_sim, n_jobs=args.n_jobs,
                                random_state=args.seed)

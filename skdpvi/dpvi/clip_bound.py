@@ -76,12 +76,13 @@ def histogram_noise_std(whole_budget_noise):
 def bound_is_informative(n_rows, noise_std):
     """Whether the histogram can lower the bound below ``top`` at all.
 
-    The first edge below ``top`` is accepted only if ``Z`` noise standard deviations
-    of the two bins above it fit in ``TAIL * n_rows``, even with no row above it. A
+    The bound drops below ``top`` only if edge ``HEADROOM + 1`` is accepted, which
+    needs ``Z`` noise standard deviations of the ``HEADROOM + 2`` bins above it to fit
+    in ``TAIL * n_rows``, even with no row above it. A
     function of public numbers only (the number of rows is public by the engine's
     assumptions), so a fit may skip the histogram, and its budget share, when False.
     """
-    return Z * noise_std * math.sqrt(2.0) <= TAIL * n_rows
+    return Z * noise_std * math.sqrt(HEADROOM + 2.0) <= TAIL * n_rows
 
 
 def row_norms_with_intercept(X, fit_intercept):

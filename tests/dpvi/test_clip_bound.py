@@ -61,7 +61,7 @@ def test_bound_never_exceeds_the_top_and_stays_there_when_the_noise_hides_the_co
     # the public check says the same before any budget is spent
     assert not bound_is_informative(1000, 1000.0)
     assert bound_is_informative(10_000, 20.0)
-    noise = TAIL * 10_000 / (Z * math.sqrt(2))
+    noise = TAIL * 10_000 / (Z * math.sqrt(HEADROOM + 2))
     assert bound_is_informative(10_000, noise) and not bound_is_informative(10_000, noise * 1.01)
 
 
