@@ -64,7 +64,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _common import _engine_settings, kunc_options, save  # noqa: E402
 from skdpvi import DPBayesianLogisticRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi_batched  # noqa: E402
-from skdpvi.metrics import coverage_rmse_floor, tarp_coverage  # noqa: E402
+from skdpvi.metrics import coverage_rmse_floor, ellipsoid_coverage, tarp_coverage  # noqa: E402
 from skdpvi.models import LogisticRegressionModel  # noqa: E402
 from skdpvi.noise_aware import (logistic_wander_width, remove_wander_bias,  # noqa: E402
                                 sample_phi_star, statistics_posterior)
@@ -604,6 +604,7 @@ def summarise(draws, theta, n_params, prior_scale=1.0):
     radial = (along.mean(1) - np.einsum("kd,kd->k", theta, u)) / along.std(1)
     return {"tarp_posterior": [float(post.rmse), float(post.rmse_se)],
             "tarp_prior": [float(pri.rmse), float(pri.rmse_se)],
+            "ellipsoid_90": ellipsoid_coverage(draws, theta, 0.9),
             "radial_z": [float(radial.mean()), float(radial.std())],
             "z_mean": z.mean(0).tolist(), "z_sd": z.std(0).tolist()}
 
@@ -614,7 +615,8 @@ def describe(s):
             f" / {s['tarp_prior'][0]:.3f} ± {s['tarp_prior'][1]:.3f}   radial z "
             f"{s['radial_z'][0]:+.2f} (sd {s['radial_z'][1]:.2f})   z mean "
             f"{min(s['z_mean']):+.2f}..{max(s['z_mean']):+.2f}, z sd "
-            f"{min(s['z_sd']):.2f}-{max(s['z_sd']):.2f}")
+            f"{min(s['z_sd']):.2f}-{max(s['z_sd']):.2f}"
+            + (f", 90 % ellipsoids {s['ellipsoid_90']:.2f}" if "ellipsoid_90" in s else ""))
 
 
 def design_arguments(parser, k=200):
