@@ -6,9 +6,10 @@ data flow, in three parts:
 (a) :meth:`~skdpvi.linear_model._settings._SettingsMixin._engine_settings` (in
     :mod:`._settings`): the validated parameters,
     the accountant's noise multiplier for the budget (:mod:`skdpvi.accounting`), the
-    subclass's model, the clipping norm, learning rate and preconditioner -- all that
-    the engine needs, as one object whose ``engine`` dict goes verbatim to either
-    engine;
+    subclass's model, the clipping norm (for logistic regression measured privately
+    from the rows' norms, :mod:`skdpvi.dpvi.clip_bound`), learning rate and
+    preconditioner -- all that the engine needs, as one object whose ``engine`` dict
+    goes verbatim to either engine;
 (b) the private DP-SGD run (:func:`skdpvi.dpvi.run_dpvi`);
 (c) :meth:`~_BaseDPBayesianRegression._fit_from_result`: the noise-aware
     post-processing of what the run released (:mod:`skdpvi.noise_aware`: by default
@@ -18,7 +19,7 @@ data flow, in three parts:
     fitted attributes.
 
 A single fit is (a) + (b) + (c). :meth:`~_BaseDPBayesianRegression._fit_batch`, for
-simulation studies, calls (a) once, runs (b) for all data sets in lockstep
+simulation studies, calls (a) per data set, runs (b) for all data sets in lockstep
 (:func:`skdpvi.dpvi.run_dpvi_batched`) and (c) once per data set, which gives every
 data set the fit it would get alone. A subclass supplies the model (``_make_model``),
 its default clipping norm and learning-rate scale, the targets (``_fit_inputs``) and
@@ -210,10 +211,11 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         ``datasets[k]``, with the same seeds, settings and post-processing as its own
         ``fit``: only its DP-SGD run goes through
         :func:`~skdpvi.dpvi.run_dpvi_batched`, whose release equals
-        :func:`~skdpvi.dpvi.run_dpvi`'s up to float rounding. Part (a) of the fit runs
-        once (the settings depend only on the parameters and the data's shape), (c)
-        once per data set. Data sets of different shapes run in separate lockstep
-        groups, and so do data sets whose private clipping norms differ. For
+        :func:`~skdpvi.dpvi.run_dpvi`'s up to float rounding. Parts (a) and (c) run
+        once per data set ((a) is cheap: the accountant's search is cached, and a
+        private clipping norm's histogram takes milliseconds). Data sets of different
+        shapes run in separate lockstep groups, and so do data sets whose private
+        clipping norms differ. For
         simulation studies (:func:`skdpvi.metrics.run_tarp_study`).
 
         Parameters

@@ -2,9 +2,11 @@
 
 :class:`_SettingsMixin` turns an estimator's parameters and the shape of the data
 into a :class:`_FitSettings` (the accountant's noise multiplier for the budget, the
-model, clipping norm, learning rate and preconditioner) before any private data is
-read, and gives the DP mechanism a fit runs or would run (for privacy accounting of
-model searches). :mod:`._base` composes it with the engine and the post-processing.
+model, clipping norm, learning rate and preconditioner) before the DP-SGD run; the
+rows enter only where the logistic estimator measures its clipping norm privately
+(a noisy histogram of their norms, :mod:`skdpvi.dpvi.clip_bound`, accounted with
+the run). It also gives the DP mechanisms a fit runs or would run (for privacy
+accounting of model searches). :mod:`._base` composes it with the engine and the post-processing.
 """
 
 import math
@@ -37,7 +39,7 @@ _INFERENCE = (STATISTICS,) + tuple(INFERENCE_METHODS)
 
 @dataclass
 class _FitSettings:
-    """What part (a) of a fit fixes, before any private data is read.
+    """What part (a) of a fit fixes, before the DP-SGD run.
 
     ``engine`` holds the keyword arguments of :func:`skdpvi.dpvi.run_dpvi` and
     :func:`skdpvi.dpvi.run_dpvi_batched` (the model included; the data, the seeds and
