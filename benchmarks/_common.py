@@ -123,11 +123,14 @@ def _post_process(res, model, seed, n_draws, methods, n_examples=None):
             # estimator's dense error model
             diagonal = (mean_field_curvature(res.stats, model.n_params, res.sampling_rate)
                         if "+shrunk" in method else None)
+            # "+shrunk<m>": m looks per relaxation time (default 2), as in designs.py
+            shrunk = [part for part in method.split("+") if part.startswith("shrunk")]
+            looks = float(shrunk[0][6:] or 2.0) if shrunk else 2.0
             components, info = linear_response_posterior(
                 res.stats, n_means=model.n_params, learning_rate=res.learning_rate,
                 noise_std=res.noise_std, sampling_rate=res.sampling_rate,
                 prior_scale=getattr(model, "prior_scale", 1.0), n_components=len(phi),
-                diagonal_curvature=diagonal,
+                diagonal_curvature=diagonal, effective_relaxations=looks,
                 **kunc_options(method),
                 random_state=seed + k)
             if probit:
