@@ -122,23 +122,12 @@ def main():
         seconds = time.perf_counter() - start
         prior = tarp_coverage(study.samples, study.theta_true, references=prior_refs).rmse
         cover = study.interval_coverage(0.9)
-        mean = study.samples.mean(1)
-        maha = []
-        for draws, m, theta in zip(study.samples, mean, study.theta_true):
-            cov = np.cov(draws, rowvar=False)
-            maha.append(float((theta - m) @ np.linalg.solve(cov, theta - m)))
-        from scipy.stats import chi2
-        joint = {f"{q:g}": float(np.mean(np.array(maha) <= chi2.ppf(q, n_params)))
-                 for q in (0.5, 0.9)}
-        np.savez_compressed(f"/tmp/private_clip_{cell}_{variant}.npz", samples=study.samples,
-                            theta=study.theta_true)
         z = study.z_scores()
         row = {"tarp_posterior": float(study.rmse), "tarp_prior": float(prior),
                "coverage_90": [float(cover.min()), float(cover.max())],
                "z_sd": [float(z.std(0).min()), float(z.std(0).max())],
                "z_mean": [float(z.mean(0).min()), float(z.mean(0).max())],
                "coverage_90_per_param": cover.tolist(), "z_sd_per_param": z.std(0).tolist(),
-               "gaussian_joint_coverage": joint,
                "ellipsoid_coverage_90": study.ellipsoid_coverage(0.9), "seconds": seconds}
         payload["variants"][variant] = row
         print(f"  {variant:<6} TARP {row['tarp_posterior']:.3f} / {row['tarp_prior']:.3f}, "
