@@ -143,10 +143,11 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     noise_variance_ : float
         Posterior mean of sigma^2.
     posterior_ : NoiseAwarePosterior
-    epsilon_, delta_, noise_multiplier_, clip_norm_, n_iter_, burn_in_,
-    param_names_, n_features_in_, feature_names_in_, dpvi_result_,
+    epsilon_, delta_, noise_multiplier_, clip_norm_, clip_histogram_noise_, n_iter_,
+    burn_in_, param_names_, n_features_in_, feature_names_in_, dpvi_result_,
     inference_diagnostics_
-        As in :class:`DPBayesianLogisticRegression`; ``param_names_`` ends with
+        As in :class:`DPBayesianLogisticRegression` (``clip_histogram_noise_`` is
+        always None: ``clip_norm="auto"`` is the fixed rule here); ``param_names_`` ends with
         ``noise_variance``. With ``inference="statistics"`` and an intercept,
         ``inference_diagnostics_["intercept_inflation"]`` is the factor by which
         the features' means inflate the intercept's variance, as the release
