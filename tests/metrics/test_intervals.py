@@ -61,6 +61,11 @@ def test_the_study_result_reads_its_own_draws():
     text = repr(result)
     assert f"coverage_90={coverage.min():.2f}-{coverage.max():.2f}" in text
     assert f"rmse={result.rmse:.4f}" in text
+    # and the joint check in every direction
+    from skdpvi.metrics import ellipsoid_coverage
+
+    assert result.ellipsoid_coverage(0.8) == ellipsoid_coverage(draws, theta, 0.8)
+    assert f"ellipsoid_90={ellipsoid_coverage(draws, theta):.2f}" in text
 
 
 def test_ellipsoid_coverage_is_level_when_calibrated_and_sees_a_narrow_combination():
