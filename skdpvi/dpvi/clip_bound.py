@@ -34,7 +34,7 @@ __all__ = ["BUDGET_SHARE", "TAIL", "bound_is_informative", "histogram_noise_std"
 #: Share of the budget (of mu^2 in Gaussian-DP terms) spent on the histogram: the
 #: DP-SGD's noise multiplier grows by about 1 / sqrt(1 - BUDGET_SHARE), 2.6 %.
 BUDGET_SHARE = 0.05
-#: Fraction of the rows the bound may leave above it.
+#: Fraction of the rows the lowest accepted edge may leave above it.
 TAIL = 0.05
 #: Standard deviations of the noise added to a noisy count before it is trusted.
 Z = 2.0
@@ -43,9 +43,10 @@ BINS_PER_OCTAVE, N_OCTAVES = 2, 6
 #: Grid steps (of sqrt 2) between the lowest edge accepted and the bound returned: the
 #: few rows above the accepted edge are not clipped either unless their norm exceeds
 #: it by a factor sqrt(2). Measured (``doc/results.rst``, "A private clipping norm"):
-#: clipping at the accepted edge itself (HEADROOM = 0) made the TARP error of
-#: Gaussian and [0, 1] designs worse (the misclassified rows of large norm, clipped,
-#: bias the coefficients outward).
+#: clipping at the accepted edge itself (HEADROOM = 0) made the TARP error of the
+#: correlated benchmark and of [0, 1] features worse (our reading: the misclassified
+#: rows of large norm, clipped, bias the coefficients outward, as the user guide's
+#: clipping section measured for a C at the rows' typical norm).
 HEADROOM = 1
 
 
