@@ -129,9 +129,11 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         curvatures far too stiff along some combinations of the coefficients, where
         its posterior is then several times too narrow (90 % credible ellipsoids
         covering 0-1 % of the truths on 10-20 Gaussian features). Shrunk: 56-83 %
-        there, with equal or better TARP, but on UCI Adult at epsilon 0.1 a worse
-        predictive calibration (0.047 against 0.028); results page, "The joint
-        check that TARP misses". For joint statements about the coefficients.
+        there, with equal or better TARP, but where the coefficient vector lags
+        inward (15 features at epsilon 0.3) a worse TARP with prior references
+        (0.258 against 0.141) and on UCI Adult at epsilon 0.1 a worse predictive
+        calibration (0.047 against 0.028); results page, "The joint check that TARP
+        misses". For joint statements about the coefficients.
     wander_correction : {"none", "probit"}, default="none"
         Whether to remove the outward bias that the wander of constant-step DP-SGD
         gives the means: averaged over the trace, each example's expected sigmoid
