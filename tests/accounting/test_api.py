@@ -64,3 +64,31 @@ def test_a_noise_multiplier_too_small_to_account_for_raises_a_value_error():
 
     with pytest.raises(ValueError, match="too small to account for"):
         epsilon_spent(0.01, 1e-5, 0.1, 10)
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.1], ids=["gaussian", "prv"])
+def test_noise_multiplier_composed_with_fixed_mechanisms_spends_exactly_the_budget(rate):
+    from skdpvi.accounting import compose_epsilon, noise_multiplier
+
+    fixed = [(20.0, 1.0, 1)]
+    alone, _ = noise_multiplier(1.0, 1e-5, rate, 500)
+    sigma, achieved = noise_multiplier(1.0, 1e-5, rate, 500, composed_with=fixed)
+    assert sigma > alone
+    assert 0.995 <= achieved <= 1.0
+    assert compose_epsilon([(sigma, rate, 500), *fixed], 1e-5) == pytest.approx(achieved,
+                                                                                 rel=2e-3)
+    # a fixed mechanism that spends the whole budget alone leaves nothing to calibrate
+    with pytest.raises(ValueError, match="epsilon"):
+        noise_multiplier(1.0, 1e-5, rate, 500, composed_with=[(1.0, 1.0, 1)])
+
+
+def test_pld_fallback_composes_the_fixed_mechanisms_too():
+    from skdpvi.accounting import DPSGDMechanism, compose_epsilon
+    from skdpvi.accounting.pld import PLDAccountant
+
+    fixed = (DPSGDMechanism(20.0, 1.0, 1),)
+    sigma, achieved = PLDAccountant().noise_multiplier(1.0, 1e-5, 0.1, 200, fixed)
+    alone, _ = PLDAccountant().noise_multiplier(1.0, 1e-5, 0.1, 200)
+    assert sigma > alone and 0.995 <= achieved <= 1.0
+    assert compose_epsilon([(sigma, 0.1, 200), fixed[0]], 1e-5) == pytest.approx(achieved,
+                                                                                  rel=0.01)
