@@ -55,10 +55,10 @@ def run(args):
     """DP-SGD of every simulation of the cell, pickled with the true coefficients."""
     simulate, model, n_examples = designs.design_of(args)
     settings = designs.engine_settings(model, n_examples, args.epsilon)
-    if args.burn_in_step != 1:
+    if args.burn_in_step != 1 or args.recording_step != 1:
         p = model.n_params
-        settings["step_scales"] = (np.r_[np.full(p, args.burn_in_step), np.ones(p)],
-                                   np.ones(2 * p))
+        settings["step_scales"] = tuple(np.r_[np.full(p, m), np.ones(p)]
+                                        for m in (args.burn_in_step, args.recording_step))
     seeds = list(range(args.seed, args.seed + args.k))
     start = time.perf_counter()
     out = Parallel(n_jobs=args.n_jobs)(
@@ -97,6 +97,8 @@ def main():
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = designs.design_arguments(sub.add_parser("run", help="DP-SGD, pickled"))
     p_run.add_argument("--burn-in-step", type=float, default=1.0)
+    p_run.add_argument("--recording-step", type=float, default=1.0,
+                       help="multiplier of the means' step from burn-in on")
     p_run.add_argument("--seed", type=int, default=1000)
     p_run.add_argument("--n-jobs", type=int, default=2)
     p_run.add_argument("--out", required=True)
