@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from skdpvi.dpvi import TraceStatistics
-from skdpvi.noise_aware import (linear_response_posterior, mean_field_curvature,
+from skdpvi.noise_aware import (linear_response_posterior, matched_curvature,
+                                 mean_field_curvature,
                                  shrink_wander_covariance, uncertain_extrapolation,
                                  wander_curvature, window_curvature)
 from skdpvi.noise_aware.linear_response import _relaxation_times, _window_variance_ratio
@@ -264,3 +265,61 @@ def test_curvature_uncertainty_widens_a_lagging_slow_direction():
     plain, drawn = np.std(z[0.0]), np.std(z[2.0])
     assert plain > 1.5, plain
     assert drawn < plain - 0.1, (drawn, plain)
+
+
+def test_matched_curvature_is_exact_on_the_stationary_covariance():
+    # S = (gamma q / 2) K^-1 is the wander a curvature K leaves at stationarity; its
+    # diagonal given, nothing needs correcting: K comes back (multipliers 0)
+    steps = np.array([0.01, 0.02, 0.005])
+    noise_var = 2e-3 / steps  # the same innovation gamma_j q_j for every coordinate
+    S = 1e-3 * np.linalg.inv(K_TRUE)
+    K, info = matched_curvature(S, steps, noise_var, np.diag(K_TRUE))
+    np.testing.assert_allclose(K, K_TRUE, rtol=1e-6, atol=1e-8)
+    assert info["converged"] and info["constraint_error"] < 1e-8
+
+
+def test_matched_curvature_keeps_the_diagonal_and_compresses_the_spread():
+    # 12 isotropic directions relaxing about 15 times in the window: the sample
+    # covariance of so few looks spreads its eigenvalues, which the window reading
+    # turns into curvatures several times too stiff; matching the (known) diagonal
+    # keeps the diagonal exact and the stiffest direction far closer to the truth
+    p, step, n = 12, 0.005, 3_000
+    K_iso = np.eye(p)
+    worst_window, worst_matched = [], []
+    for st in _chains(K_iso, 6, n + 500, 500, step, seed=11):
+        S = st.wander_covariance()
+        args = (np.full(p, step), np.ones(p))
+        K_w, _ = window_curvature(S, *args, st.count, floor=1e-3)
+        K_m, info = matched_curvature(S, *args, np.ones(p), floor=1e-3)
+        assert info["converged"]
+        np.testing.assert_allclose(np.diag(K_m), 1.0, rtol=1e-6)
+        worst_window.append(np.linalg.eigvalsh(K_w)[-1])
+        worst_matched.append(np.linalg.eigvalsh(K_m)[-1])
+    assert np.median(worst_window) > 3.0, worst_window
+    assert np.median(worst_matched) < 0.6 * np.median(worst_window), worst_matched
+
+
+def test_matched_curvature_takes_the_prior_along_flat_directions():
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((200, 4))
+    S = A.T @ A / 200
+    v = np.array([1.0, 1.0, 0.0, -1.0]) / np.sqrt(3)
+    K, info = matched_curvature(S, np.ones(4), np.ones(4), np.full(4, 2.0), floor=0.01,
+                                flat_directions=v[None])
+    assert info["converged"]
+    assert v @ K @ v == pytest.approx(0.01)
+    np.testing.assert_allclose(K @ v, 0.01 * v, atol=1e-12)  # no cross terms with v
+    assert np.linalg.eigvalsh(K)[0] > 0
+
+
+def test_linear_response_posterior_match_diagonal_needs_the_diagonal():
+    st = _chains(K_TRUE, 1, 1_000, 100, 0.05)[0]
+    with pytest.raises(ValueError, match="match_diagonal needs diagonal_curvature"):
+        linear_response_posterior(st, n_means=3, learning_rate=np.full(3, 0.05),
+                                  noise_std=np.ones(3), sampling_rate=1.0, match_diagonal=True)
+    comps, info = linear_response_posterior(
+        st, n_means=3, learning_rate=np.full(3, 0.05), noise_std=np.ones(3),
+        sampling_rate=1.0, prior_scale=100.0, diagonal_curvature=np.diag(K_TRUE),
+        match_diagonal=True, n_components=50, random_state=0)
+    np.testing.assert_allclose(np.diag(info["curvature"]), np.diag(K_TRUE), rtol=1e-6)
+    assert info["converged"] and len(info["relaxation_times"]) == 3
