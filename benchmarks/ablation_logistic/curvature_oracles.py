@@ -27,6 +27,8 @@ seed for the oracles, which are *not private*) with K taken from:
 - ``shrunk1+radialhv``: the row and column of u from the true ``K u`` (what a
   released Hessian-vector product would give, noise-free here; it can lose positive
   definiteness, which this oracle does not repair);
+- ``laplace_nonprivate``: the *non-private* Laplace posterior of the same data (not
+  private; the Gaussian approximation's own calibration on the same truths);
 - a ``+flat`` suffix (correlated design only): K along the design's exactly flat
   direction (every one-hot coefficient up, the intercept down) set to the prior's
   curvature, cross terms 0 (what a user's ``onehot_blocks`` knows).
@@ -241,6 +243,24 @@ def draws(c, K, probit, n_draws, rng):
     return optimum + rng.standard_normal((n_draws, c.p)) @ _psd_cholesky(component_cov).T
 
 
+def nonprivate_draws(X, y, prior_scale, n_draws, rng):
+    """Draws of the *non-private* Laplace posterior (Gaussian at the MAP, covariance
+    the inverse Hessian there): the Gaussian approximation's own calibration on the
+    same data and truths, the yardstick of everything else in the table."""
+    Xa = np.c_[X, np.ones(len(X))]
+    p = Xa.shape[1]
+    theta = np.zeros(p)
+    for _ in range(100):  # Newton for the MAP
+        prob = 1 / (1 + np.exp(-(Xa @ theta)))
+        grad = Xa.T @ (y - prob) - theta / prior_scale**2
+        H = (Xa * (prob * (1 - prob))[:, None]).T @ Xa + np.eye(p) / prior_scale**2
+        step = np.linalg.solve(H, grad)
+        theta = theta + step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return theta + rng.standard_normal((n_draws, p)) @ np.linalg.cholesky(np.linalg.inv(H)).T
+
+
 def evaluate(path, variants, n_draws=1000):
     with open(path, "rb") as f:
         cell = pickle.load(f)
@@ -255,6 +275,10 @@ def evaluate(path, variants, n_draws=1000):
         c = _context(result, model, X)
         for v in variants:
             rng = np.random.default_rng([i, len(v)])
+            if v == "laplace_nonprivate":
+                y = simulate(np.random.default_rng(args.seed + i))[1]
+                out[v].append(nonprivate_draws(X, y, model.prior_scale, n_draws, rng))
+                continue
             K = curvature(c, v.removesuffix("+probit"), mu, rng)
             out[v].append(draws(c, K, v.endswith("+probit"), n_draws, rng))
     k = len(theta)
