@@ -36,7 +36,8 @@ seed for the oracles, which are *not private*) with K taken from:
 Every variant then draws the optimum as the estimator does (``x_bar - K^-1 g_bar``,
 error ``K^-1 Q K^-1 / n``, the gradient model's N(x_bar, I) prior) and components
 ``N(., kappa K^-1)``; ``+probit`` removes the wander's Jensen bias from the optimum
-(the estimator's ``wander_correction="probit"``). Reports TARP (authors' / prior
+(the estimator's ``wander_correction="probit"``), ``+dprobit`` the same with the
+window's linear trend taken out of the wander first (measured: no better). Reports TARP (authors' / prior
 references), radial and per-coordinate z-scores and 90 % ellipsoid coverage.
 
 Run::
@@ -228,6 +229,27 @@ def curvature(c, variant, mu, rng):
     return 0.5 * (K + K.T)
 
 
+def detrended_wander_width(stats, n_means, sampling_rate, prior_scale):
+    """``logistic_wander_width`` with the window's linear trend taken out of the
+    covariance of the gradients with the means: a trace still relaxing moves
+    through the window, and that drift is no wander (it has no Jensen bias). With
+    the halves' means ``x_1, x_2`` and ``g_1, g_2``, a linear trend contributes
+    ``(g_2 - g_1)(x_2 - x_1) / 3`` to ``Cov(g_j, x_j)`` and ``(x_2 - x_1)^2 / 3`` to
+    ``Var(x_j)``."""
+    import copy
+
+    p = int(n_means)
+    h1, h2 = stats.halves
+    dx = h2.sum_x / h2.count - h1.sum_x / h1.count
+    dg = h2.sum_g / h2.count - h1.sum_g / h1.count
+    st = copy.copy(stats)
+    n = stats.count
+    st.sum_gx = stats.sum_gx - n * dg * dx / 3
+    st.sum_xx = stats.sum_xx - n * dx * dx / 3
+    return logistic_wander_width(st, n_means=p, sampling_rate=sampling_rate,
+                                 prior_scale=prior_scale)
+
+
 def draws(c, K, probit, n_draws, rng):
     """The estimator's dense posterior at curvature K: optimum draws + components."""
     lam, U = np.linalg.eigh(K)
@@ -236,8 +258,10 @@ def draws(c, K, probit, n_draws, rng):
     optimum = mean + rng.standard_normal((n_draws, c.p)) @ _psd_cholesky(cov).T
     component_cov = c.kappa * K_inv
     if probit:
-        width = logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
-                                      prior_scale=c.model.prior_scale)
+        width = (detrended_wander_width(c.st, c.p, c.kappa, c.model.prior_scale)
+                 if probit == "detrended" else
+                 logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
+                                       prior_scale=c.model.prior_scale))
         optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
                                      covariance=component_cov)
     return optimum + rng.standard_normal((n_draws, c.p)) @ _psd_cholesky(component_cov).T
@@ -279,8 +303,10 @@ def evaluate(path, variants, n_draws=1000):
                 y = simulate(np.random.default_rng(args.seed + i))[1]
                 out[v].append(nonprivate_draws(X, y, model.prior_scale, n_draws, rng))
                 continue
-            K = curvature(c, v.removesuffix("+probit"), mu, rng)
-            out[v].append(draws(c, K, v.endswith("+probit"), n_draws, rng))
+            base = v.removesuffix("+probit").removesuffix("+dprobit")
+            K = curvature(c, base, mu, rng)
+            probit = ("detrended" if v.endswith("+dprobit") else v.endswith("+probit"))
+            out[v].append(draws(c, K, probit, n_draws, rng))
     k = len(theta)
     floor, (lo, hi) = coverage_rmse_floor(k, random_state=0)
     print(f"{path} ({args.design}, d {args.d}, N {args.n}, epsilon {args.epsilon}, "
