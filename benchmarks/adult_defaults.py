@@ -7,7 +7,8 @@ score and ROC AUC, mean +- sd over repetitions. Beside it, on the same DP-SGD ru
 (same seeds and settings), the naive baseline ``inference="last_iterate"``, and the
 previous default clipping norm ``clip_norm = 2 sqrt(57)`` (``--variants fixed``),
 and post-processing variants: ``auto_blocks`` (the schema's ``onehot_blocks``),
-``matched`` / ``matched_blocks`` (``error_model="dense_matched"`` without / with them).
+``matched`` / ``matched_blocks`` (``error_model="dense_matched"`` without / with them),
+``matched_blocks_probit`` (and ``wander_correction="probit"``).
 
 Run: python benchmarks/adult_defaults.py --reps 20
 """
@@ -40,7 +41,9 @@ VARIANTS = {"auto": {}, "auto_naive": {"inference": "last_iterate"},
             # the mean-field diagonal with them (twenty-second session)
             "auto_blocks": {"onehot_blocks": "adult"},
             "matched_blocks": {"error_model": "dense_matched", "onehot_blocks": "adult"},
-            "matched": {"error_model": "dense_matched"}}
+            "matched": {"error_model": "dense_matched"},
+            "matched_blocks_probit": {"error_model": "dense_matched", "onehot_blocks": "adult",
+                                      "wander_correction": "probit"}}
 
 
 def one(seed, epsilon, variant):
