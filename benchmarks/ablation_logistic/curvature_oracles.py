@@ -27,6 +27,8 @@ seed for the oracles, which are *not private*) with K taken from:
 - ``shrunk1+radialhv``: the row and column of u from the true ``K u`` (what a
   released Hessian-vector product would give, noise-free here; it can lose positive
   definiteness, which this oracle does not repair);
+- ``matched``: :func:`~skdpvi.noise_aware.matched_curvature` (the estimator's
+  ``error_model="dense_matched"``), ``+shrunk<m>`` after shrinking the wander first;
 - ``laplace_nonprivate``: the *non-private* Laplace posterior of the same data (not
   private; the Gaussian approximation's own calibration on the same truths);
 - a ``+flat`` suffix (correlated design only): K along the design's exactly flat
@@ -105,58 +107,6 @@ def _shrunk(c):
     return window_curvature(S, c.steps, c.noise_var, c.n, floor=c.floor)[0]
 
 
-def maxent_curvature(S, scale, diagonal, directions=(), curvatures=(), upper=False):
-    """The most likely K given the wander S whose diagonal (and curvature along unit
-    ``directions``) are known: ``K = scale M^-1``, ``M = S + diag(l) + sum l_v v v^T``
-    with the multipliers l solving ``scale (M^-1)_jj = diagonal_j``,
-    ``scale v^T M^-1 v = curvature_v`` (the dual of max log det K - tr(K S) / scale
-    under those linear constraints; convex, solved by L-BFGS). ``upper``: the
-    diagonal as an upper bound only (``l_j >= 0``: the wander may read a coordinate
-    softer than the mean-field scales, never stiffer)."""
-    from scipy.optimize import minimize
-
-    p = len(S)
-    V = np.atleast_2d(np.asarray(directions, float)).reshape(-1, p)
-    target = np.r_[np.asarray(diagonal, float), np.asarray(curvatures, float)] / scale
-    unit = np.trace(S) / p
-
-    def matrix(lam):
-        return S / unit + np.diag(lam[:p]) + (V.T * lam[p:]) @ V
-
-    def objective(lam):
-        M = matrix(lam)
-        try:
-            L = np.linalg.cholesky(M)
-        except np.linalg.LinAlgError:
-            return np.inf, np.zeros_like(lam)
-        Li = np.linalg.inv(L)
-        M_inv = Li.T @ Li
-        grad = np.r_[np.diag(M_inv), np.einsum("vi,ij,vj->v", V, M_inv, V)]
-        b = target * unit
-        return -2 * np.log(np.diag(L)).sum() + b @ lam, b - grad
-
-    start = np.r_[np.full(p, 0.0 if upper else 1.0), np.zeros(len(V))]
-    bounds = [(0.0, None) if upper else (None, None)] * p + [(None, None)] * len(V)
-    res = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 500, "gtol": 1e-10})
-    M = matrix(res.x) * unit
-    return scale * np.linalg.inv(M)
-
-
-def _maxent(c, radial=None, variant="maxent"):
-    scale = float(np.exp(np.mean(np.log(c.steps * c.noise_var)))) / 2
-    diag = mean_field_curvature(c.st, c.p, c.kappa)
-    if variant in ("maxent", "maxup"):
-        S = c.st.wander_covariance()[:c.p, :c.p]
-    else:  # "maxwin": the covariance the window curvature stands for
-        S = scale * np.linalg.inv(_window(c))
-    upper = variant != "maxent"
-    if radial is None:
-        return maxent_curvature(S, scale, diag, upper=upper)
-    u = c.x_bar / np.linalg.norm(c.x_bar)
-    return maxent_curvature(S, scale, diag, [u], [radial], upper=upper)
-
-
 def _set_direction(K, v, curvature):
     """K with its curvature along unit v set to ``curvature``, cross terms with v 0."""
     P = np.eye(len(K)) - np.outer(v, v)
@@ -187,22 +137,6 @@ def curvature(c, variant, mu, rng):
                                             float(shrink[0][6:] or 2.0))
         K, _ = matched_curvature(S, c.steps, c.noise_var, diag, floor=c.floor,
                                  flat_directions=flat)
-        return 0.5 * (K + K.T)
-    if parts[0] in ("maxent", "maxwin", "maxup"):
-        radial = [part for part in parts if part.startswith("radial")]
-        k_u = None
-        if radial:
-            u = c.x_bar / np.linalg.norm(c.x_bar)
-            if radial[0] == "radial":
-                k_u = u @ c.true_K @ u
-            else:
-                share = float(radial[0][6:])
-                noisy = c.radial_sum + rng.normal(0.0, RADIAL_SENSITIVITY
-                                                  / (mu * math.sqrt(share)))
-                k_u = c.kappa * max(noisy, 0.0) / (c.x_bar @ c.x_bar) + c.floor
-        K = _maxent(c, k_u, parts[0])
-        if "flat" in parts:
-            K = _set_direction(K, _flat_direction(c.p), c.floor)
         return 0.5 * (K + K.T)
     base = {"default": _window, "shrunk1": _shrunk, "oracle": lambda c: c.true_K}[parts[0]]
     K = base(c)
