@@ -600,20 +600,27 @@ def test_statistics_posterior_refuses_wide_data_before_the_private_run():
     DPBayesianLinearRegression(max_iter=50, inference="exact").fit(X, X[:, 0])
 
 
-def test_dense_shrunk_widens_the_dense_posterior_along_its_narrowest_direction():
-    # the wander's eigenvalue spread reads some combinations of the coefficients as far
-    # too stiff; shrinking the wander towards the mean-field diagonal widens exactly those
-    # (results page, "The joint check that TARP misses"): same DP-SGD run, post-processing only
+def _dense_and(error_model):
+    """"dense" and another dense error model fitted on the same DP-SGD run (8 Gaussian
+    features, 3,000 rows), with the smallest eigenvalues of their draws' covariance."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((3000, 8))
     theta = rng.standard_normal(9)
     y = (rng.random(3000) < 1 / (1 + np.exp(-(X @ theta[:-1] + theta[-1])))).astype(int)
     fits = {m: DPBayesianLogisticRegression(error_model=m, max_iter=2000, random_state=0)
-            .fit(X, y) for m in ("dense", "dense_shrunk")}
+            .fit(X, y) for m in ("dense", error_model)}
     np.testing.assert_array_equal(fits["dense"].dpvi_result_.phi,
-                                  fits["dense_shrunk"].dpvi_result_.phi)
+                                  fits[error_model].dpvi_result_.phi)
     eig = {m: np.linalg.eigvalsh(np.cov(f.sample_posterior(2000, random_state=0), rowvar=False))
            for m, f in fits.items()}
+    return fits, eig
+
+
+def test_dense_shrunk_widens_the_dense_posterior_along_its_narrowest_direction():
+    # the wander's eigenvalue spread reads some combinations of the coefficients as far
+    # too stiff; shrinking the wander towards the mean-field diagonal widens exactly those
+    # (results page, "The joint check that TARP misses"): same DP-SGD run, post-processing only
+    fits, eig = _dense_and("dense_shrunk")
     assert eig["dense_shrunk"][0] > 2 * eig["dense"][0]
     shrunk = fits["dense_shrunk"]
     assert shrunk.posterior_.method == "dense_shrunk" and shrunk.error_model_ == "dense_shrunk"
@@ -624,16 +631,7 @@ def test_dense_shrunk_widens_the_dense_posterior_along_its_narrowest_direction()
 def test_dense_matched_keeps_the_mean_field_diagonal_and_widens_the_narrowest_direction():
     # the same DP-SGD run as "dense", post-processing only: the curvature matched to the
     # mean-field scales' diagonal compresses the wander's eigen-spread
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((3000, 8))
-    theta = rng.standard_normal(9)
-    y = (rng.random(3000) < 1 / (1 + np.exp(-(X @ theta[:-1] + theta[-1])))).astype(int)
-    fits = {m: DPBayesianLogisticRegression(error_model=m, max_iter=2000, random_state=0)
-            .fit(X, y) for m in ("dense", "dense_matched")}
-    np.testing.assert_array_equal(fits["dense"].dpvi_result_.phi,
-                                  fits["dense_matched"].dpvi_result_.phi)
-    eig = {m: np.linalg.eigvalsh(np.cov(f.sample_posterior(2000, random_state=0), rowvar=False))
-           for m, f in fits.items()}
+    fits, eig = _dense_and("dense_matched")
     assert eig["dense_matched"][0] > 1.5 * eig["dense"][0]
     matched = fits["dense_matched"]
     assert matched.posterior_.method == "dense_matched"
