@@ -135,6 +135,9 @@ def curvature(c, variant, mu, rng):
         if shrink:  # the wander shrunk towards the diagonal's target first
             S, _ = shrink_wander_covariance(S, c.steps, c.noise_var, c.n, diag,
                                             float(shrink[0][6:] or 2.0))
+        if "win" in parts:  # the covariance the window curvature stands for
+            half_q = float(np.exp(np.mean(np.log(c.steps * c.noise_var)))) / 2
+            S = half_q * np.linalg.inv(_window(c))
         K, _ = matched_curvature(S, c.steps, c.noise_var, diag, floor=c.floor,
                                  flat_directions=flat)
         return 0.5 * (K + K.T)
