@@ -305,13 +305,13 @@ def matched_curvature(covariance, steps, noise_var, diagonal, floor=0.0,
     target = steps * np.asarray(diagonal, float) / half_q * unit
     base = S_w / unit
 
-    lam, converged, iterations = _matched_multipliers(base, target)
-    C = (base + np.diag(lam)) * unit  # the matched covariance, whitened
+    multipliers, converged, iterations = _matched_multipliers(base, target)
+    C = (base + np.diag(multipliers)) * unit  # the matched covariance, whitened
     M = half_q * np.linalg.inv(C)
     M = 0.5 * (M + M.T)
     error = float(np.max(np.abs(np.diag(M) / steps / np.asarray(diagonal, float) - 1.0)))
-    lam, U = np.linalg.eigh(M)
-    M = (U * np.maximum(lam, floor * (U**2).T @ steps)) @ U.T
+    eig, U = np.linalg.eigh(M)
+    M = (U * np.maximum(eig, floor * (U**2).T @ steps)) @ U.T
     K = M / root[:, None] / root[None, :]
     if flat_directions is not None and len(flat_directions):
         F = np.atleast_2d(np.asarray(flat_directions, float))
