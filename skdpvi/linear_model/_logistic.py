@@ -148,8 +148,9 @@ default="auto"
         misreadings had partly hidden, is then the larger one (0.215 against
         0.128); on one-hot data it needs ``onehot_blocks`` (the correlated
         benchmark with them: 0.038 / 0.150 against "dense"'s 0.099 / 0.073;
-        without them 0.289). Results page, "A curvature matched to the mean-field
-        diagonal".
+        without them 0.289), and centred features: on uncentred ones (uniform on
+        [0, 1]) its intervals are far too narrow (90 % intervals covering 48-73 %).
+        Results page, "A curvature matched to the mean-field diagonal".
     wander_correction : {"none", "probit"}, default="none"
         Whether to remove the outward bias that the wander of constant-step DP-SGD
         gives the means: averaged over the trace, each example's expected sigmoid

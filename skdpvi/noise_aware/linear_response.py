@@ -252,8 +252,10 @@ def matched_curvature(covariance, steps, noise_var, diagonal, floor=0.0,
     0.51-0.94 to 0.92-1.28, TARP with the authors' references from 0.13-0.17 to
     0.03-0.06 and 90 % ellipsoids from 0-1 % to 26-44 % (the stiffest direction is
     still 2-3.5 times the truth's, against up to 10 from :func:`window_curvature`);
-    on designs with undeclared one-hot blocks, and on UCI Adult's predictions at
-    epsilon 0.1, it is worse than :func:`window_curvature`.
+    on designs with undeclared one-hot blocks or uncentred features (where the
+    intercept and the coefficients are nearly collinear, the constraint pushes the
+    coordinates' conditional stiffness into their soft contrast), and on UCI Adult's
+    predictions at epsilon 0.1, it is worse than :func:`window_curvature`.
 
     Parameters
     ----------
