@@ -14,7 +14,7 @@ from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
 from ._logistic_predictions import _LogisticPredictions
 from ._release_checks import (check_logistic_batch_noise, check_logistic_scales,
-                              check_within_prior)
+                              check_matched_centred, check_within_prior)
 
 _ERROR_MODELS = ("auto", "diagonal", "coupled", "dense", "dense_shrunk", "dense_matched")
 #: The error models that read one dense curvature off the wander (linear response).
@@ -149,8 +149,9 @@ default="auto"
         0.128); on one-hot data it needs ``onehot_blocks`` (the correlated
         benchmark with them: 0.038 / 0.150 against "dense"'s 0.099 / 0.073;
         without them 0.289), and centred features: on uncentred ones (uniform on
-        [0, 1]) its intervals are far too narrow (90 % intervals covering 48-73 %).
-        Results page, "A curvature matched to the mean-field diagonal".
+        [0, 1]) its intervals are far too narrow (90 % intervals covering 48-73 %),
+        and the fit warns when its release shows them. Results page, "A curvature
+        matched to the mean-field diagonal".
     wander_correction : {"none", "probit"}, default="none"
         Whether to remove the outward bias that the wander of constant-step DP-SGD
         gives the means: averaged over the trace, each example's expected sigmoid
@@ -298,8 +299,12 @@ default="auto"
         self.error_model_ = self._error_model()
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         check_within_prior(self, self._theta_draws, self.prior_scale)
-        check_logistic_scales(self, result, settings.engine["model"].n_params,
-                              float(self.prior_scale))
+        n_params = settings.engine["model"].n_params
+        check_logistic_scales(self, result, n_params, float(self.prior_scale))
+        if self.error_model_ == "dense_matched":
+            check_matched_centred(self, result, n_params, onehot_flat_directions(
+                self._onehot_blocks(self.n_features_in_), self.n_features_in_,
+                self.fit_intercept))
         engine = settings.engine
         check_logistic_batch_noise(self, n_samples, engine["sampling_rate"],
                                    engine["noise_multiplier"], engine["clip_norm"])
