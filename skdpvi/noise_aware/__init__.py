@@ -55,9 +55,9 @@ from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
 from .flat_directions import FlatPriorComponents, onehot_flat_directions
 from .extrapolation import uncertain_extrapolation
-from .linear_response import (linear_response_posterior, matched_curvature,
-                              mean_field_curvature, shrink_wander_covariance,
-                              window_curvature)
+from .diagonal_matching import matched_curvature
+from .linear_response import (linear_response_posterior, mean_field_curvature,
+                              shrink_wander_covariance, window_curvature)
 from .gradient_model import GradientModel
 from .preconditioning import correlation_step_matrix, rate_cap, recording_step_matrix
 from .sampling import sample_phi_star
