@@ -7,18 +7,17 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
-from ..noise_aware import (coupled_means, linear_response_posterior, logistic_wander_width,
-                           mean_field_curvature, onehot_flat_directions, remove_wander_bias)
+from ..noise_aware import (coupled_means, logistic_wander_width, onehot_flat_directions,
+                           remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
+from ._logistic_dense import DENSE_MODELS, dense_posterior
 from ._logistic_predictions import _LogisticPredictions
 from ._release_checks import (check_logistic_batch_noise, check_logistic_scales,
                               check_matched_centred, check_within_prior)
 
-_ERROR_MODELS = ("auto", "diagonal", "coupled", "dense", "dense_shrunk", "dense_matched")
-#: The error models that read one dense curvature off the wander (linear response).
-_DENSE_MODELS = ("dense", "dense_shrunk", "dense_matched")
+_ERROR_MODELS = ("auto", "diagonal", "coupled", *DENSE_MODELS)
 #: The backends whose draws of phi* an error model other than "diagonal" remodels.
 _GRADIENT_MODEL_BACKENDS = ("emcee", "exact", "laplace")
 _WANDER_CORRECTIONS = ("none", "probit")
@@ -137,22 +136,13 @@ default="auto"
         (0.258 against 0.141) and on UCI Adult at epsilon 0.1 a worse predictive
         calibration (0.047 against 0.028); results page, "The joint check that TARP
         misses". For joint statements about the coefficients. "dense_matched":
-        "dense" with the curvature read as the most likely one given the wander
-        *and* the diagonal the released mean-field scales fix
-        (:func:`~skdpvi.noise_aware.matched_curvature`), and, with
-        ``onehot_blocks``, the prior's curvature along the directions they leave
-        flat. On 10-20 uncorrelated Gaussian features its TARP error with the
-        authors' references is a quarter to a half of "dense"'s (20 features:
-        0.034 against 0.169) and its 90 % coordinate intervals cover 86-94 % (dense:
-        94-99 %, too wide), but the
-        error with prior references, the wander's radial bias that "dense"'s
-        misreadings had partly hidden, is then the larger one (0.215 against
-        0.128); on one-hot data it needs ``onehot_blocks`` (the correlated
-        benchmark with them: 0.038 / 0.150 against "dense"'s 0.099 / 0.073;
-        without them 0.289), and centred features: on uncentred ones (uniform on
-        [0, 1]) its intervals are far too narrow (90 % intervals covering 48-73 %),
-        and the fit warns when its release shows them. Results page, "A curvature
-        matched to the mean-field diagonal".
+        "dense" with the curvature matched to the diagonal the released mean-field
+        scales fix (:func:`~skdpvi.noise_aware.matched_curvature`; ``onehot_blocks``'
+        flat directions at the prior's): for coefficients of centred continuous
+        features (20 Gaussian features: TARP 0.034 against 0.169, 90 % intervals
+        covering 86-94 % against 94-99 %), worse on uncentred ones (it warns), on
+        one-hot data without ``onehot_blocks`` and on Adult's predictions at
+        epsilon 0.1 (results page, "A curvature matched to the mean-field diagonal").
     wander_correction : {"none", "probit"}, default="none"
         Whether to remove the outward bias that the wander of constant-step DP-SGD
         gives the means: averaged over the trace, each example's expected sigmoid
@@ -314,7 +304,7 @@ default="auto"
     def _phi_star_backend(self):
         # the dense model draws the means itself: the cheap backend only runs the
         # split-window check
-        return ("last_iterate" if self._error_model() in _DENSE_MODELS else self.inference)
+        return ("last_iterate" if self._error_model() in DENSE_MODELS else self.inference)
 
     def _error_model(self):
         """The error model in use: "auto" resolved, None for the backends without one."""
@@ -336,35 +326,16 @@ default="auto"
             extra["wander_width"] = width
         settings = dict(n_means=p, learning_rate=result.learning_rate,
                         noise_std=result.noise_std, random_state=seed)
-        if self._error_model() in _DENSE_MODELS:
-            shrink = {}
-            if self._error_model() == "dense_shrunk":
-                # full intensity (the shrinkage weight saturates at 1 for <= 1 look
-                # per relaxation time)
-                shrink = dict(diagonal_curvature=mean_field_curvature(
-                    result.stats, p, result.sampling_rate), effective_relaxations=1.0)
-            elif self._error_model() == "dense_matched":
+        if self._error_model() in DENSE_MODELS:
+            flat = None
+            if self._error_model() == "dense_matched":
                 flat = onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
                                               self.n_features_in_, self.fit_intercept)
-                shrink = dict(diagonal_curvature=mean_field_curvature(
-                    result.stats, p, result.sampling_rate), match_diagonal=True,
-                    flat_directions=flat if len(flat) else None)
-            components, info = linear_response_posterior(
-                result.stats, sampling_rate=result.sampling_rate, prior_scale=self.prior_scale,
-                n_components=len(phi_star), **shrink, **settings)
-            if "wander_width" in extra:
-                components.mean = remove_wander_bias(
-                    components.mean, width, prior_scale=self.prior_scale,
-                    covariance=info["component_covariance"])
-            posterior = NoiseAwarePosterior.from_components(components, model,
-                                                            self._error_model())
-            if "intensity" in info:  # dense_shrunk: how much of the wander was shrunk
-                extra["wander_shrinkage"] = {"intensity": info["intensity"],
-                                             "n_kept": info["n_kept"]}
-            if "converged" in info:  # dense_matched: the diagonal's multipliers
-                extra["curvature_matching"] = {k: info[k] for k in
-                                               ("converged", "iterations", "constraint_error")}
-            return posterior, {"relaxation_times": info["relaxation_times"], **extra}
+                flat = flat if len(flat) else None
+            return dense_posterior(
+                self._error_model(), result, model, n_components=len(phi_star),
+                prior_scale=self.prior_scale, flat_directions=flat,
+                wander_width=extra.get("wander_width"), random_state=seed)
         if self._error_model() == "coupled":
             phi_star, _ = coupled_means(phi_star, result.stats, **settings)
         if "wander_width" in extra:

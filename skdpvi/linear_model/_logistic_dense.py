@@ -1,0 +1,71 @@
+"""The logistic estimator's dense error models: one curvature for errors and widths.
+
+``error_model`` "dense" (the default with ``inference="exact"``), "dense_shrunk" and
+"dense_matched" read one dense curvature off the released wander
+(:func:`~skdpvi.noise_aware.linear_response_posterior`): the window's reading, the
+wander shrunk towards the mean-field diagonal first, or the curvature matched to that
+diagonal (:func:`~skdpvi.noise_aware.matched_curvature`). Post-processing only.
+"""
+
+from ..noise_aware import linear_response_posterior, mean_field_curvature, remove_wander_bias
+from ..posterior import NoiseAwarePosterior
+
+#: The error models that read one dense curvature off the wander (linear response).
+DENSE_MODELS = ("dense", "dense_shrunk", "dense_matched")
+
+
+def dense_posterior(error_model, result, model, *, n_components, prior_scale,
+                    flat_directions=None, wander_width=None, random_state=None):
+    """The mixture posterior of one of :data:`DENSE_MODELS`, and its diagnostics.
+
+    Parameters
+    ----------
+    error_model : {"dense", "dense_shrunk", "dense_matched"}
+    result : DPVIResult
+        The run (its statistics, steps, noise and sampling rate).
+    model : LogisticRegressionModel
+    n_components : int
+        Mixture components (draws of the optimum of the means).
+    prior_scale : float
+    flat_directions : ndarray of shape (k, n_params), optional
+        "dense_matched": directions one-hot blocks leave flat (prior curvature).
+    wander_width : float, optional
+        The probit correction's logit variance (``wander_correction="probit"``).
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    posterior : NoiseAwarePosterior
+    diagnostics : dict
+        ``relaxation_times``, and ``wander_shrinkage`` ("dense_shrunk") or
+        ``curvature_matching`` ("dense_matched").
+    """
+    p = model.n_params
+    options = {}
+    if error_model == "dense_shrunk":
+        # full intensity (the shrinkage weight saturates at 1 for <= 1 look per
+        # relaxation time)
+        options = dict(diagonal_curvature=mean_field_curvature(
+            result.stats, p, result.sampling_rate), effective_relaxations=1.0)
+    elif error_model == "dense_matched":
+        options = dict(diagonal_curvature=mean_field_curvature(
+            result.stats, p, result.sampling_rate), match_diagonal=True,
+            flat_directions=flat_directions)
+    components, info = linear_response_posterior(
+        result.stats, n_means=p, learning_rate=result.learning_rate,
+        noise_std=result.noise_std, sampling_rate=result.sampling_rate,
+        prior_scale=prior_scale, n_components=n_components, random_state=random_state,
+        **options)
+    diagnostics = {"relaxation_times": info["relaxation_times"]}
+    if wander_width is not None:
+        components.mean = remove_wander_bias(components.mean, wander_width,
+                                             prior_scale=prior_scale,
+                                             covariance=info["component_covariance"])
+        diagnostics["wander_width"] = wander_width
+    if "intensity" in info:  # dense_shrunk: how much of the wander was shrunk
+        diagnostics["wander_shrinkage"] = {"intensity": info["intensity"],
+                                           "n_kept": info["n_kept"]}
+    if "converged" in info:  # dense_matched: the diagonal's multipliers
+        diagnostics["curvature_matching"] = {
+            k: info[k] for k in ("converged", "iterations", "constraint_error")}
+    return NoiseAwarePosterior.from_components(components, model, error_model), diagnostics
