@@ -78,7 +78,7 @@ from skdpvi.noise_aware.statistics_sampling import _psd_cholesky  # noqa: E402
 RADIAL_SENSITIVITY = 0.4393
 
 
-def _context(result, model, X):
+def _context(result, model, X, design):
     p, st = model.n_params, result.stats
     kappa = result.sampling_rate
     H, _ = designs.released_hessian(result, model, X, 0, None)
@@ -88,7 +88,7 @@ def _context(result, model, X):
     w = 1 / (1 + np.exp(-z))
     radial_sum = float((w * (1 - w) * z**2).sum())
     return SimpleNamespace(
-        p=p, st=st, n=st.count, kappa=kappa, model=model, x_bar=x_bar,
+        design=design, p=p, st=st, n=st.count, kappa=kappa, model=model, x_bar=x_bar,
         steps=np.asarray(result.learning_rate, float)[:p],
         noise_var=np.asarray(result.noise_std, float)[:p] ** 2,
         floor=kappa / model.prior_scale**2,
@@ -125,6 +125,8 @@ def _flat_direction(p):
 def curvature(c, variant, mu, rng):
     """K of one variant (see the module docstring); ``mu`` the run's Gaussian-DP mu."""
     parts = variant.split("+")
+    if "flat" in parts and c.design != "correlated":
+        raise ValueError("+flat knows only the correlated design's flat direction.")
     if parts[0] == "matched":
         from skdpvi.noise_aware import matched_curvature
 
@@ -233,7 +235,7 @@ def evaluate(path, variants, n_draws=1000):
     for i, result in enumerate(runs):
         X, _, truth = simulate(np.random.default_rng(args.seed + i))
         assert np.allclose(truth, theta[i]), "the pickle's seeds do not regenerate its data"
-        c = _context(result, model, X)
+        c = _context(result, model, X, args.design)
         for v in variants:
             rng = np.random.default_rng([i, len(v)])
             if v == "laplace_nonprivate":

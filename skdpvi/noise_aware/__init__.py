@@ -35,6 +35,10 @@ v_i, then draws phi*_i | v_i exactly. The data flow is the layout:
     shrinks the sampling noise's spread out of the wander's covariance, towards the
     uncorrelated target that the released scales imply (:func:`mean_field_curvature`;
     measured, not the estimator's default).
+:mod:`~skdpvi.noise_aware.diagonal_matching`
+    :func:`matched_curvature`: the most likely curvature given the wander *and* the
+    diagonal the released scales fix (``linear_response_posterior(match_diagonal=True)``;
+    the logistic estimator's ``error_model="dense_matched"``, an option).
 :mod:`~skdpvi.noise_aware.wander_bias`
     :func:`logistic_wander_width` and :func:`remove_wander_bias`: the outward bias
     that the wander of constant-step DP-SGD gives logistic regression's means (the
