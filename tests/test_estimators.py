@@ -529,7 +529,7 @@ def test_logistic_auto_error_model_follows_the_backend(inference, expected):
 def test_logistic_wander_correction_shrinks_the_means_by_the_measured_width():
     from sklearn.datasets import make_classification
 
-    from skdpvi.noise_aware import logistic_wander_width
+    from skdpvi.noise_aware import linear_response_posterior, logistic_wander_width
 
     X, y = make_classification(n_samples=2000, n_features=3, n_informative=3, n_redundant=0,
                                random_state=0)
@@ -543,7 +543,17 @@ def test_logistic_wander_correction_shrinks_the_means_by_the_measured_width():
         result = fixed.dpvi_result_
         width = logistic_wander_width(result.stats, n_means=4,
                                       sampling_rate=result.sampling_rate)
-        assert fixed.inference_diagnostics_["wander_width"] == width > 0
+        if error_model == "dense":  # read through the dense posterior's own curvature
+            K = linear_response_posterior(
+                result.stats, n_means=4, learning_rate=result.learning_rate,
+                noise_std=result.noise_std, sampling_rate=result.sampling_rate,
+                n_components=2)[1]["curvature"]
+            through_k = logistic_wander_width(result.stats, n_means=4, curvature=K,
+                                              sampling_rate=result.sampling_rate)
+            assert fixed.inference_diagnostics_["wander_width"] == through_k > 0
+            assert through_k != width
+        else:  # the release's stationary reading
+            assert fixed.inference_diagnostics_["wander_width"] == width > 0
         if error_model != "dense":  # the scales are untouched; the means shrink
             a, b = plain.posterior_.phi_star, fixed.posterior_.phi_star
             np.testing.assert_array_equal(a[:, 4:], b[:, 4:])

@@ -35,12 +35,32 @@ seed for the oracles, which are *not private*) with K taken from:
   direction (every one-hot coefficient up, the intercept down) set to the prior's
   curvature, cross terms 0 (what a user's ``onehot_blocks`` knows).
 
+- ``oraclew``: the true curvature of the ELBO whose logit variances are grown by the
+  wander's ``x_i^T S x_i`` (oracle; measured: within 1 % of ``oracle``);
+- ``vi_nonprivate``: the *exact* mean-field optimum of the same data (not private,
+  prior scale 1 only) with the oracle's covariance: what the estimator aims at.
+
 Every variant then draws the optimum as the estimator does (``x_bar - K^-1 g_bar``,
-error ``K^-1 Q K^-1 / n``, the gradient model's N(x_bar, I) prior) and components
-``N(., kappa K^-1)``; ``+probit`` removes the wander's Jensen bias from the optimum
-(the estimator's ``wander_correction="probit"``), ``+dprobit`` the same with the
-window's linear trend taken out of the wander first (measured: no better). Reports TARP (authors' / prior
-references), radial and per-coordinate z-scores and 90 % ellipsoid coverage.
+error ``K^-1 Q K^-1 / n``, the gradient model's N(x_bar, I) prior; ``+noprior``
+without it, ``+zprior`` with N(0, tau^2 I) instead) and components
+``N(., kappa K^-1)``, then optionally removes the wander's Jensen bias from the
+optimum with the width read as follows:
+
+- ``+probit``: the release's ``Cov(g, x)`` (the stationary formula; the estimator's
+  ``wander_correction="probit"`` for the diagonal and coupled models, and for the
+  dense ones before the twenty-third session);
+- ``+kprobit``: through the variant's own curvature, ``tr((K / kappa - I / tau^2) S)``
+  (the estimator's dense models since the twenty-third session);
+- ``+klprobit``: the same with ``S - D D^T``, ``D = K^-1 g_bar`` (the extrapolation's
+  own second-order error; measured: no better than ``+kprobit``), ``+lprobit`` that
+  correction on the stationary formula;
+- ``+dprobit``, ``+hprobit``: the window's linear trend (halves' difference) taken out
+  of the stationary formula, or of it through K; ``+oprobit``, ``+odprobit``: the
+  width from the data's own logits and S, without or with that trend (oracles);
+  ``+sprobit``: the stationary wander K implies (Lyapunov) instead of S.
+
+Reports TARP (authors' / prior references), radial and per-coordinate z-scores and
+90 % ellipsoid coverage.
 
 Run::
 
@@ -87,8 +107,28 @@ def _context(result, model, X, design):
     z = Xa @ x_bar
     w = 1 / (1 + np.exp(-z))
     radial_sum = float((w * (1 - w) * z**2).sum())
+    # the same with every logit's variance grown by the wander's x_i^T S x_i
+    S = st.wander_covariance()[:p, :p]
+    s2 = np.logaddexp(0, st.shift[p:] + st.sum_x[p:] / st.count) ** 2
+    v_w = (Xa**2) @ s2 + np.einsum("ij,jk,ik->i", Xa, S, Xa)
+    nodes, weights = np.polynomial.hermite_e.hermegauss(12)
+    prob = 1 / (1 + np.exp(-(z[:, None] + np.sqrt(v_w)[:, None] * nodes)))
+    slope_w = (prob * (1 - prob)) @ (weights / weights.sum())
+    H_w = (Xa * slope_w[:, None]).T @ Xa
+    # the probit width from the data (oracle): sigma'-weighted x_i^T S x_i, with S the
+    # window's covariance and with its linear trend taken out
+    h1, h2 = st.halves
+    dx = (h2.sum_x / h2.count - h1.sum_x / h1.count)[:p]
+    prob = 1 / (1 + np.exp(-(z[:, None] + np.sqrt((Xa**2) @ s2)[:, None] * nodes)))
+    slope = (prob * (1 - prob)) @ (weights / weights.sum())
+    quad = np.einsum("ij,jk,ik->i", Xa, S, Xa)
+    quad_d = quad - (Xa @ dx) ** 2 / 3
+    dx_all = dx
+    oracle_widths = {"oprobit": float(slope @ quad / slope.sum()),
+                     "odprobit": float(slope @ quad_d / slope.sum())}
     return SimpleNamespace(
         design=design, p=p, st=st, n=st.count, kappa=kappa, model=model, x_bar=x_bar,
+        oracle_widths=oracle_widths, dx=dx_all, widths=[], true_K_w=kappa * (H_w + np.eye(p) / model.prior_scale**2),
         steps=np.asarray(result.learning_rate, float)[:p],
         noise_var=np.asarray(result.noise_std, float)[:p] ** 2,
         floor=kappa / model.prior_scale**2,
@@ -143,7 +183,8 @@ def curvature(c, variant, mu, rng):
         K, _ = matched_curvature(S, c.steps, c.noise_var, diag, floor=c.floor,
                                  flat_directions=flat)
         return 0.5 * (K + K.T)
-    base = {"default": _window, "shrunk1": _shrunk, "oracle": lambda c: c.true_K}[parts[0]]
+    base = {"default": _window, "shrunk1": _shrunk, "oracle": lambda c: c.true_K,
+            "oraclew": lambda c: c.true_K_w}[parts[0]]
     K = base(c)
     if "flat" in parts:
         K = _set_direction(K, _flat_direction(c.p), c.floor)
@@ -189,14 +230,87 @@ def detrended_wander_width(stats, n_means, sampling_rate, prior_scale):
                                  prior_scale=prior_scale)
 
 
-def draws(c, K, probit, n_draws, rng):
+def draws(c, K, probit, n_draws, rng, prior_sd=1.0):
     """The estimator's dense posterior at curvature K: optimum draws + components."""
     lam, U = np.linalg.eigh(K)
     K_inv = (U / lam) @ U.T
-    mean, cov = _optimum_of_means(c.st, K_inv, c.noise_var, 1.0)
+    if prior_sd == "zero":  # the model's prior N(0, tau^2 I) instead of N(x_bar, I)
+        x_bar = c.st.shift[:c.p] + c.st.sum_x[:c.p] / c.st.count
+        estimate = x_bar - K_inv @ (c.st.sum_g[:c.p] / c.st.count)
+        error = K_inv @ (c.noise_var[:, None] * K_inv) / c.st.count
+        error = 0.5 * (error + error.T)
+        gain = error @ np.linalg.inv(error + c.model.prior_scale**2 * np.eye(c.p))
+        mean, cov = estimate - gain @ estimate, error - gain @ error
+        cov = 0.5 * (cov + cov.T)
+    else:
+        mean, cov = _optimum_of_means(c.st, K_inv, c.noise_var, prior_sd)
     optimum = mean + rng.standard_normal((n_draws, c.p)) @ _psd_cholesky(cov).T
     component_cov = c.kappa * K_inv
-    if probit:
+    if probit in ("oprobit", "odprobit"):
+        optimum = remove_wander_bias(optimum, c.oracle_widths[probit],
+                                     prior_scale=c.model.prior_scale, covariance=component_cov)
+    elif probit == "sprobit":
+        # the width of the stationary wander K implies (Lyapunov: L K S + S K L = L N L)
+        from scipy.linalg import solve_continuous_lyapunov
+
+        L = np.diag(c.steps)
+        S_stat = solve_continuous_lyapunov(L @ K, L @ np.diag(c.noise_var) @ L)
+        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
+        tau2 = c.model.prior_scale**2
+        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+        H_lik = K / c.kappa - np.eye(c.p) / tau2
+        width = max(float(np.trace(H_lik @ S_stat)) / h00, 0.0) if h00 > 0 else 0.0
+        c.widths.append(width)
+        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
+                                     covariance=component_cov)
+    elif probit == "klprobit":
+        # kprobit with the lag's own second-order term (S - D D^T, D = K^-1 g_bar)
+        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
+        tau2 = c.model.prior_scale**2
+        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+        H_lik = K / c.kappa - np.eye(c.p) / tau2
+        lag = K_inv @ (c.st.sum_g[:c.p] / c.st.count)
+        S = c.st.wander_covariance()[:c.p, :c.p] - np.outer(lag, lag)
+        width = max(float(np.sum(H_lik * S)) / h00, 0.0) if h00 > 0 else 0.0
+        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
+                                     covariance=component_cov)
+    elif probit == "kprobit":
+        # tr(H S) through the variant's own curvature instead of the release's
+        # Cov(g, x) (which also carries the scales' coupling to the means)
+        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
+        tau2 = c.model.prior_scale**2
+        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+        H_lik = K / c.kappa - np.eye(c.p) / tau2
+        S = c.st.wander_covariance()[:c.p, :c.p]
+        width = max(float(np.sum(H_lik * S)) / h00, 0.0) if h00 > 0 else 0.0
+        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
+                                     covariance=component_cov)
+    elif probit == "lprobit":
+        # the release's width less the lag's own second-order term: with the window's
+        # mean D = K^-1 g_bar from the fixed point, the extrapolation through K at the
+        # window mean leaves +1/2 G''[D, D], so the Jensen width is that of S - D D^T
+        width = logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
+                                      prior_scale=c.model.prior_scale)
+        lag = K_inv @ (c.st.sum_g[:c.p] / c.st.count)
+        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
+        tau2 = c.model.prior_scale**2
+        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+        H_lik = K / c.kappa - np.eye(c.p) / tau2
+        width = max(width - float(lag @ H_lik @ lag) / h00, 0.0) if h00 > 0 else 0.0
+        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
+                                     covariance=component_cov)
+    elif probit == "hprobit":
+        # the release's width less the window's linear trend read through K itself
+        width = logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
+                                      prior_scale=c.model.prior_scale)
+        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
+        tau2 = c.model.prior_scale**2
+        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+        H_lik = K / c.kappa - np.eye(c.p) / tau2
+        width = max(width - float(c.dx @ H_lik @ c.dx) / 3 / h00, 0.0) if h00 > 0 else 0.0
+        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
+                                     covariance=component_cov)
+    elif probit:
         width = (detrended_wander_width(c.st, c.p, c.kappa, c.model.prior_scale)
                  if probit == "detrended" else
                  logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
@@ -238,14 +352,32 @@ def evaluate(path, variants, n_draws=1000):
         c = _context(result, model, X, args.design)
         for v in variants:
             rng = np.random.default_rng([i, len(v)])
+            if v == "vi_nonprivate":  # the exact mean-field optimum, oracle covariance
+                from fixed_point import map_and_vi
+
+                assert model.prior_scale == 1.0
+                y = simulate(np.random.default_rng(args.seed + i))[1]
+                centre = map_and_vi(X, y)[1]
+                cov = c.kappa * np.linalg.inv(c.true_K)
+                out[v].append(centre + rng.standard_normal((n_draws, c.p))
+                              @ np.linalg.cholesky(cov).T)
+                continue
             if v == "laplace_nonprivate":
                 y = simulate(np.random.default_rng(args.seed + i))[1]
                 out[v].append(nonprivate_draws(X, y, model.prior_scale, n_draws, rng))
                 continue
-            base = v.removesuffix("+probit").removesuffix("+dprobit")
+            prior_sd = 1.0
+            base_v = v
+            if "+noprior" in v:  # no N(x_bar, I) prior on the optimum
+                prior_sd, base_v = 1e3, v.replace("+noprior", "")
+            if "+zprior" in v:  # N(0, tau^2 I) instead
+                prior_sd, base_v = "zero", v.replace("+zprior", "")
+            base, _, last = base_v.rpartition("+")
+            if last not in ("probit", "dprobit", "oprobit", "odprobit", "hprobit", "sprobit", "lprobit", "kprobit", "klprobit"):
+                base, last = base_v, ""
             K = curvature(c, base, mu, rng)
-            probit = ("detrended" if v.endswith("+dprobit") else v.endswith("+probit"))
-            out[v].append(draws(c, K, probit, n_draws, rng))
+            probit = {"dprobit": "detrended", "probit": True}.get(last, last)
+            out[v].append(draws(c, K, probit, n_draws, rng, prior_sd))
     k = len(theta)
     floor, (lo, hi) = coverage_rmse_floor(k, random_state=0)
     print(f"{path} ({args.design}, d {args.d}, N {args.n}, epsilon {args.epsilon}, "

@@ -78,6 +78,7 @@ def main():
     parser.add_argument("--set", nargs="*", default=[], metavar="PARAM=VALUE",
                         help="estimator parameters for every variant (e.g. inference=emcee "
                              "error_model=diagonal); they name the results file")
+    parser.add_argument("--tag", default="", help="appended to the results file's name")
     parser.add_argument("--onehot", action="store_true",
                         help="correlated design: declare its one-hot block (onehot_blocks)")
     args = parser.parse_args()
@@ -87,7 +88,8 @@ def main():
     n_params = args.d + 1
     cell = (f"{args.design}_d{args.d}_n{args.n}" + (f"_rho{args.rho:g}" if args.rho else "")
             + f"_eps{args.epsilon:g}" + ("_onehot" if args.onehot else "")
-            + "".join(f"_{kv.replace('=', '-')}" for kv in args.set))
+            + "".join(f"_{kv.replace('=', '-')}" for kv in args.set)
+            + (f"_{args.tag}" if args.tag else ""))
     extra = {}
     for kv in args.set:
         key, value = kv.split("=", 1)

@@ -318,12 +318,6 @@ default="auto"
         if self.inference == "last_iterate":
             return NoiseAwarePosterior(phi_star, model, self.inference), {}
         p = model.n_params
-        extra = {}
-        if self.wander_correction == "probit":
-            width = logistic_wander_width(result.stats, n_means=p,
-                                          sampling_rate=result.sampling_rate,
-                                          prior_scale=self.prior_scale)
-            extra["wander_width"] = width
         settings = dict(n_means=p, learning_rate=result.learning_rate,
                         noise_std=result.noise_std, random_state=seed)
         if self._error_model() in DENSE_MODELS:
@@ -335,7 +329,13 @@ default="auto"
             return dense_posterior(
                 self._error_model(), result, model, n_components=len(phi_star),
                 prior_scale=self.prior_scale, flat_directions=flat,
-                wander_width=extra.get("wander_width"), random_state=seed)
+                wander_correction=self.wander_correction == "probit", random_state=seed)
+        extra = {}
+        if self.wander_correction == "probit":
+            width = logistic_wander_width(result.stats, n_means=p,
+                                          sampling_rate=result.sampling_rate,
+                                          prior_scale=self.prior_scale)
+            extra["wander_width"] = width
         if self._error_model() == "coupled":
             phi_star, _ = coupled_means(phi_star, result.stats, **settings)
         if "wander_width" in extra:

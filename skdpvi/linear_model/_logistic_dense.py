@@ -7,7 +7,8 @@ wander shrunk towards the mean-field diagonal first, or the curvature matched to
 diagonal (:func:`~skdpvi.noise_aware.matched_curvature`). Post-processing only.
 """
 
-from ..noise_aware import linear_response_posterior, mean_field_curvature, remove_wander_bias
+from ..noise_aware import (linear_response_posterior, logistic_wander_width, mean_field_curvature,
+                           remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
 
 #: The error models that read one dense curvature off the wander (linear response).
@@ -15,7 +16,7 @@ DENSE_MODELS = ("dense", "dense_shrunk", "dense_matched")
 
 
 def dense_posterior(error_model, result, model, *, n_components, prior_scale,
-                    flat_directions=None, wander_width=None, random_state=None):
+                    flat_directions=None, wander_correction=False, random_state=None):
     """The mixture posterior of one of :data:`DENSE_MODELS`, and its diagnostics.
 
     Parameters
@@ -29,16 +30,19 @@ def dense_posterior(error_model, result, model, *, n_components, prior_scale,
     prior_scale : float
     flat_directions : ndarray of shape (k, n_params), optional
         "dense_matched": directions one-hot blocks leave flat (prior curvature).
-    wander_width : float, optional
-        The probit correction's logit variance (``wander_correction="probit"``).
+    wander_correction : bool, default=False
+        Remove the wander's Jensen bias (``wander_correction="probit"``), with the
+        width read through the posterior's own curvature
+        (:func:`~skdpvi.noise_aware.logistic_wander_width` with ``curvature``).
     random_state : int, Generator or None
 
     Returns
     -------
     posterior : NoiseAwarePosterior
     diagnostics : dict
-        ``relaxation_times``, and ``wander_shrinkage`` ("dense_shrunk") or
-        ``curvature_matching`` ("dense_matched").
+        ``relaxation_times``, ``wander_width`` (with ``wander_correction``), and
+        ``wander_shrinkage`` ("dense_shrunk") or ``curvature_matching``
+        ("dense_matched").
     """
     p = model.n_params
     options = {}
@@ -57,7 +61,11 @@ def dense_posterior(error_model, result, model, *, n_components, prior_scale,
         prior_scale=prior_scale, n_components=n_components, random_state=random_state,
         **options)
     diagnostics = {"relaxation_times": info["relaxation_times"]}
-    if wander_width is not None:
+    if wander_correction:
+        wander_width = logistic_wander_width(result.stats, n_means=p,
+                                             sampling_rate=result.sampling_rate,
+                                             prior_scale=prior_scale,
+                                             curvature=info["curvature"])
         components.mean = remove_wander_bias(components.mean, wander_width,
                                              prior_scale=prior_scale,
                                              covariance=info["component_covariance"])

@@ -37,10 +37,30 @@ from DP noise) did not (results page, "Logistic regression beyond Adult").
 Measured (``benchmarks/ablation_logistic/wander_bias.py`` and ``designs.py``, results
 page, "The wander's bias read off the release"): against the shift computed from the
 private data's own third derivatives and S, cosine 0.99-1.00 and norm ratio 0.81-1.54
-(medians 0.92-1.13 on four designs). **Known limit:** the trace must be stationary.
-Where it is still relaxing along the coefficient vector in the recording window,
-its mean lags inward by about as much as the bias pushes outward, and removing the
-bias alone over-corrects (which is why the estimator does not do it by default).
+(medians 0.92-1.13 on four designs).
+
+**Read through a curvature.** Over a finite window, ``Cov(g, x)`` is not ``K S``: the
+noise of step t moves every later point of the window and so the window's mean,
+which adds a term of the size of ``Q K^-1 / n`` (Q the noise covariance, n the
+window's steps; measured 1.0-2.1 times it), about ``2 / n_relax`` of ``K S`` for a
+window of ``n_relax`` relaxation times. On DP-SGD's traces of logistic regression the
+coordinates' ``Cov(g_j, x_j)`` are 1.2-1.8 times ``(K S)_jj`` (medians; the more, the
+fewer relaxations the window holds; the scales' coupling to the means adds under
+1 %), and the stationary
+formula removes up to three times the bias it should where the trace still relaxes
+along the coefficient vector (15 Gaussian features at epsilon 0.3: radial z-score
+-3.9 with the dense posterior matched to the diagonal). Given the dense posterior's
+curvature ``K = kappa (H + I / tau^2)``, ``logistic_wander_width(..., curvature=K)``
+reads ``tr(H S)`` as ``sum_jk (K / kappa - I / tau^2)_jk S_jk`` with S the window's
+covariance of the means (trend included: a still-relaxing window's trend shifts the
+extrapolation as a wander of the same covariance would, to first order; the
+extrapolation's own second-order error, in the square of the window's lag, is not
+modelled, and removing it as well was no better on these runs). Measured on
+cached runs of six designs, K = 200 (results page, "The Jensen width read through the
+curvature"): with ``error_model="dense_matched"``, TARP with prior references 0.026-0.134
+against 0.026-0.382 for the stationary formula. Without a curvature (the diagonal and
+coupled models) the stationary formula is used. **Known limit:** radial z-scores of
+-1.3 to +0.1 remain on those designs, the most negative where the trace lags most.
 Post-processing only; no privacy cost, independent of T.
 """
 
@@ -52,7 +72,7 @@ __all__ = ["logistic_wander_width", "remove_wander_bias"]
 
 
 def logistic_wander_width(stats, *, n_means, sampling_rate, prior_scale=1.0,
-                          intercept_index=-1):
+                          intercept_index=-1, curvature=None):
     """The wander's logit variance ``w = tr(S H_lik) / H_lik,00`` from a run's sums.
 
     Parameters
@@ -70,6 +90,11 @@ def logistic_wander_width(stats, *, n_means, sampling_rate, prior_scale=1.0,
     intercept_index : int, default=-1
         Position of the intercept among the means (its curvature is
         ``sum_i sigma'_i``).
+    curvature : ndarray of shape (n_means, n_means), optional
+        A curvature ``K = kappa (H + I / tau^2)`` of the released gradients (e.g. the
+        dense posterior's). Given, ``tr(S H)`` is read through it and the window's
+        covariance S of the means (needs the cross sums ``sum_xxt``); without it,
+        from the release's ``Cov(g, x)`` (module docstring).
 
     Returns
     -------
@@ -80,9 +105,13 @@ def logistic_wander_width(stats, *, n_means, sampling_rate, prior_scale=1.0,
     p, n = int(n_means), stats.count
     kappa, tau2 = float(sampling_rate), float(prior_scale) ** 2
     mean_x = stats.sum_x[:p] / n
-    cov_gx = stats.sum_gx[:p] / n - (stats.sum_g[:p] / n) * mean_x
-    var_x = stats.sum_xx[:p] / n - mean_x**2
-    tr_hs = cov_gx.sum() / kappa - var_x.sum() / tau2
+    if curvature is None:
+        cov_gx = stats.sum_gx[:p] / n - (stats.sum_g[:p] / n) * mean_x
+        var_x = stats.sum_xx[:p] / n - mean_x**2
+        tr_hs = cov_gx.sum() / kappa - var_x.sum() / tau2
+    else:
+        H_lik = np.asarray(curvature, dtype=float) / kappa - np.eye(p) / tau2
+        tr_hs = float(np.sum(H_lik * stats.wander_covariance()[:p, :p]))
     rho = stats.shift[p:2 * p] + stats.sum_x[p:2 * p] / n
     h00 = 1.0 / np.logaddexp(0.0, rho[intercept_index]) ** 2 - 1.0 / tau2  # s_0^-2 - 1/tau^2
     if not (np.isfinite(tr_hs) and np.isfinite(h00)) or tr_hs <= 0 or h00 <= 0:

@@ -114,3 +114,35 @@ def test_remove_wander_bias_is_a_shrink_that_spares_the_priors_share():
     cov = np.diag(variances)
     np.testing.assert_allclose(
         remove_wander_bias(means, 0.16, prior_scale=2.0, covariance=cov), out)
+
+
+def test_the_width_through_a_curvature_reads_tr_SH_off_the_window_alone():
+    p, kappa = 3, 0.1
+    H_lik = np.array([[40.0, 5.0, 8.0], [5.0, 30.0, 3.0], [8.0, 3.0, 50.0]])
+    H_full = H_lik + np.eye(p)
+    mu, grads = _trace(H_full, np.array([0.5, -0.2, 0.1]), kappa=kappa)
+    rho = np.log(np.expm1(1 / np.sqrt(np.diag(H_full))))
+    phi = np.column_stack([mu, np.tile(rho, (len(mu), 1))])
+
+    def stats_of(g):
+        return TraceStatistics.from_trace(
+            phi, np.column_stack([g, np.zeros((len(g), p))]), 5_000)
+
+    stats = stats_of(grads)
+    K = kappa * H_full
+    S = stats.wander_covariance()[:p, :p]
+    width = logistic_wander_width(stats, n_means=p, sampling_rate=kappa, curvature=K)
+    assert width == pytest.approx(np.sum(H_lik * S) / H_lik[-1, -1], rel=1e-10)
+    # on a linear-Gaussian trace both readings agree ...
+    stationary = logistic_wander_width(stats, n_means=p, sampling_rate=kappa)
+    assert width == pytest.approx(stationary, rel=0.1)
+    # ... but a part of the released gradients that moves with the means without being
+    # their curvature (on DP-SGD's traces: the scales' coupling) inflates only the
+    # stationary reading; the curvature's reading does not use the gradients at all
+    coupled = stats_of(grads + 0.5 * kappa * np.diag(H_lik) * (mu[:-1] - mu[5_000:].mean(0)))
+    assert logistic_wander_width(coupled, n_means=p, sampling_rate=kappa) > 1.3 * stationary
+    assert logistic_wander_width(coupled, n_means=p, sampling_rate=kappa,
+                                 curvature=K) == pytest.approx(width, rel=1e-10)
+    # a curvature at the prior's alone says there is no likelihood to bias
+    assert logistic_wander_width(stats, n_means=p, sampling_rate=kappa,
+                                 curvature=kappa * np.eye(p)) == 0.0
