@@ -150,9 +150,11 @@ default="auto"
         and the fitted optimum is pushed outward. "probit" removes it to first order
         with the probit approximation of the sigmoid, from the release alone
         (:func:`~skdpvi.noise_aware.remove_wander_bias`; needs ``fit_intercept`` and
-        ``inference`` "emcee", "exact" or "laplace"). Post-processing only. Not the
-        default: where the trace is still relaxing along the coefficient vector, an
-        inward lag offsets the bias, and removing only the bias is worse (results page).
+        ``inference`` "emcee", "exact" or "laplace"); the dense error models read the
+        wander's width through their own curvature, the others off the release's
+        ``Cov(g, x)`` (:func:`~skdpvi.noise_aware.logistic_wander_width`).
+        Post-processing only. Not the default; with "dense_matched" the measured choice
+        for centred features' coefficients (results page, "The Jensen width ...").
     onehot_blocks : sequence of sequences of int, default=None
         Columns of each categorical feature one-hot encoded with all its categories
         (public schema): the posterior takes the prior along the directions they
