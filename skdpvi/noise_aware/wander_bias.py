@@ -46,22 +46,23 @@ window's steps; measured 1.0-2.1 times it), about ``2 / n_relax`` of ``K S`` for
 window of ``n_relax`` relaxation times. On DP-SGD's traces of logistic regression the
 coordinates' ``Cov(g_j, x_j)`` are 1.2-1.8 times ``(K S)_jj`` (medians; the more, the
 fewer relaxations the window holds; the scales' coupling to the means adds under
-1 %), and the stationary
-formula removes up to three times the bias it should where the trace still relaxes
-along the coefficient vector (15 Gaussian features at epsilon 0.3: radial z-score
--3.9 with the dense posterior matched to the diagonal). Given the dense posterior's
-curvature ``K = kappa (H + I / tau^2)``, ``logistic_wander_width(..., curvature=K)``
-reads ``tr(H S)`` as ``sum_jk (K / kappa - I / tau^2)_jk S_jk`` with S the window's
-covariance of the means (trend included: a still-relaxing window's trend shifts the
-extrapolation as a wander of the same covariance would, to first order; the
-extrapolation's own second-order error, in the square of the window's lag, is not
-modelled, and removing it as well was no better on these runs). Measured on
-cached runs of six designs, K = 200 (results page, "The Jensen width read through the
-curvature"): with ``error_model="dense_matched"``, TARP with prior references 0.026-0.134
-against 0.026-0.382 for the stationary formula (it under-corrects instead where a
-four times faster burn-in removed the lag: 0.282 against 0.411). Without a curvature (the diagonal and
-coupled models) the stationary formula is used. **Known limit:** radial z-scores of
--1.3 to +0.1 remain on those designs, the most negative where the trace lags most.
+1 %), and the stationary formula removes 1.7-10 times the outward overshoot of the
+extrapolation where the trace still relaxes along the coefficient vector (15 Gaussian
+features at epsilon 0.3: radial z-score -3.0, -3.9 with a faster burn-in, with the
+dense posterior matched to the diagonal). Given the dense posterior's curvature ``K = kappa (H + I / tau^2)``,
+``logistic_wander_width(..., curvature=K)`` reads ``tr(H S)`` as
+``sum_jk (K / kappa - I / tau^2)_jk S_jk`` with S the window's covariance of the means
+(trend included: a still-relaxing window's trend shifts the extrapolation as a wander
+of the same covariance would, to first order; the extrapolation's own second-order
+error, in the square of the window's lag, is not modelled, and removing it as well
+was no better on these runs). Measured on cached runs of six designs, K = 200
+(results page, "The Jensen width read through the curvature"): with
+``error_model="dense_matched"``, TARP with prior references 0.026-0.134 against
+0.026-0.382 for the stationary formula; it under-corrects instead where a four times
+faster burn-in removed the lag (0.282 against 0.411). Without a curvature (the
+diagonal and coupled models) the stationary formula is used. **Known limit:** radial
+z-scores of -1.3 to 0.0 remain on those designs, the most negative where the trace
+lags most.
 Post-processing only; no privacy cost, independent of T.
 """
 
