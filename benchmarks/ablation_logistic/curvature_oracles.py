@@ -123,12 +123,12 @@ def _context(result, model, X, design):
     slope = (prob * (1 - prob)) @ (weights / weights.sum())
     quad = np.einsum("ij,jk,ik->i", Xa, S, Xa)
     quad_d = quad - (Xa @ dx) ** 2 / 3
-    dx_all = dx
     oracle_widths = {"oprobit": float(slope @ quad / slope.sum()),
                      "odprobit": float(slope @ quad_d / slope.sum())}
     return SimpleNamespace(
         design=design, p=p, st=st, n=st.count, kappa=kappa, model=model, x_bar=x_bar,
-        oracle_widths=oracle_widths, dx=dx_all, widths=[], true_K_w=kappa * (H_w + np.eye(p) / model.prior_scale**2),
+        oracle_widths=oracle_widths, dx=dx,
+        true_K_w=kappa * (H_w + np.eye(p) / model.prior_scale**2),
         steps=np.asarray(result.learning_rate, float)[:p],
         noise_var=np.asarray(result.noise_std, float)[:p] ** 2,
         floor=kappa / model.prior_scale**2,
@@ -230,6 +230,44 @@ def detrended_wander_width(stats, n_means, sampling_rate, prior_scale):
                                  prior_scale=prior_scale)
 
 
+def probit_width(c, K, K_inv, probit):
+    """The probit correction's width ``w`` for one of the module docstring's readings."""
+    if probit in ("oprobit", "odprobit"):  # from the data's own logits (oracle)
+        return c.oracle_widths[probit]
+    if probit == "kprobit":  # the estimator's dense models since the twenty-third session
+        return logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
+                                     prior_scale=c.model.prior_scale, curvature=K)
+    if probit == "detrended":
+        return detrended_wander_width(c.st, c.p, c.kappa, c.model.prior_scale)
+    stationary = logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
+                                       prior_scale=c.model.prior_scale)
+    if probit is True:
+        return stationary
+    rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
+    tau2 = c.model.prior_scale**2
+    h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+    if h00 <= 0:
+        return 0.0
+    H_lik = K / c.kappa - np.eye(c.p) / tau2
+    lag = K_inv @ (c.st.sum_g[:c.p] / c.st.count)  # D: the window mean's distance
+    S = c.st.wander_covariance()[:c.p, :c.p]
+    if probit == "sprobit":  # the stationary wander K implies: L K S + S K L = L N L
+        from scipy.linalg import solve_continuous_lyapunov
+
+        L = np.diag(c.steps)
+        S = solve_continuous_lyapunov(L @ K, L @ np.diag(c.noise_var) @ L)
+        trace = float(np.sum(H_lik * S))
+    elif probit == "klprobit":  # through K, with S - D D^T
+        trace = float(np.sum(H_lik * (S - np.outer(lag, lag))))
+    elif probit == "lprobit":  # the stationary reading less D^T H D
+        trace = stationary * h00 - float(lag @ H_lik @ lag)
+    elif probit == "hprobit":  # the stationary reading less the halves' linear trend
+        trace = stationary * h00 - float(c.dx @ H_lik @ c.dx) / 3
+    else:
+        raise ValueError(f"unknown probit reading {probit!r}")
+    return max(trace / h00, 0.0)
+
+
 def draws(c, K, probit, n_draws, rng, prior_sd=1.0):
     """The estimator's dense posterior at curvature K: optimum draws + components."""
     lam, U = np.linalg.eigh(K)
@@ -246,77 +284,9 @@ def draws(c, K, probit, n_draws, rng, prior_sd=1.0):
         mean, cov = _optimum_of_means(c.st, K_inv, c.noise_var, prior_sd)
     optimum = mean + rng.standard_normal((n_draws, c.p)) @ _psd_cholesky(cov).T
     component_cov = c.kappa * K_inv
-    if probit in ("oprobit", "odprobit"):
-        optimum = remove_wander_bias(optimum, c.oracle_widths[probit],
+    if probit:
+        optimum = remove_wander_bias(optimum, probit_width(c, K, K_inv, probit),
                                      prior_scale=c.model.prior_scale, covariance=component_cov)
-    elif probit == "sprobit":
-        # the width of the stationary wander K implies (Lyapunov: L K S + S K L = L N L)
-        from scipy.linalg import solve_continuous_lyapunov
-
-        L = np.diag(c.steps)
-        S_stat = solve_continuous_lyapunov(L @ K, L @ np.diag(c.noise_var) @ L)
-        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
-        tau2 = c.model.prior_scale**2
-        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
-        H_lik = K / c.kappa - np.eye(c.p) / tau2
-        width = max(float(np.trace(H_lik @ S_stat)) / h00, 0.0) if h00 > 0 else 0.0
-        c.widths.append(width)
-        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
-                                     covariance=component_cov)
-    elif probit == "klprobit":
-        # kprobit with the lag's own second-order term (S - D D^T, D = K^-1 g_bar)
-        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
-        tau2 = c.model.prior_scale**2
-        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
-        H_lik = K / c.kappa - np.eye(c.p) / tau2
-        lag = K_inv @ (c.st.sum_g[:c.p] / c.st.count)
-        S = c.st.wander_covariance()[:c.p, :c.p] - np.outer(lag, lag)
-        width = max(float(np.sum(H_lik * S)) / h00, 0.0) if h00 > 0 else 0.0
-        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
-                                     covariance=component_cov)
-    elif probit == "kprobit":
-        # tr(H S) through the variant's own curvature instead of the release's
-        # Cov(g, x) (which also carries the scales' coupling to the means)
-        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
-        tau2 = c.model.prior_scale**2
-        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
-        H_lik = K / c.kappa - np.eye(c.p) / tau2
-        S = c.st.wander_covariance()[:c.p, :c.p]
-        width = max(float(np.sum(H_lik * S)) / h00, 0.0) if h00 > 0 else 0.0
-        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
-                                     covariance=component_cov)
-    elif probit == "lprobit":
-        # the release's width less the lag's own second-order term: with the window's
-        # mean D = K^-1 g_bar from the fixed point, the extrapolation through K at the
-        # window mean leaves +1/2 G''[D, D], so the Jensen width is that of S - D D^T
-        width = logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
-                                      prior_scale=c.model.prior_scale)
-        lag = K_inv @ (c.st.sum_g[:c.p] / c.st.count)
-        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
-        tau2 = c.model.prior_scale**2
-        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
-        H_lik = K / c.kappa - np.eye(c.p) / tau2
-        width = max(width - float(lag @ H_lik @ lag) / h00, 0.0) if h00 > 0 else 0.0
-        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
-                                     covariance=component_cov)
-    elif probit == "hprobit":
-        # the release's width less the window's linear trend read through K itself
-        width = logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
-                                      prior_scale=c.model.prior_scale)
-        rho = c.st.shift[c.p:] + c.st.sum_x[c.p:] / c.st.count
-        tau2 = c.model.prior_scale**2
-        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
-        H_lik = K / c.kappa - np.eye(c.p) / tau2
-        width = max(width - float(c.dx @ H_lik @ c.dx) / 3 / h00, 0.0) if h00 > 0 else 0.0
-        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
-                                     covariance=component_cov)
-    elif probit:
-        width = (detrended_wander_width(c.st, c.p, c.kappa, c.model.prior_scale)
-                 if probit == "detrended" else
-                 logistic_wander_width(c.st, n_means=c.p, sampling_rate=c.kappa,
-                                       prior_scale=c.model.prior_scale))
-        optimum = remove_wander_bias(optimum, width, prior_scale=c.model.prior_scale,
-                                     covariance=component_cov)
     return optimum + rng.standard_normal((n_draws, c.p)) @ _psd_cholesky(component_cov).T
 
 
