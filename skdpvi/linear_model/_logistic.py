@@ -320,8 +320,6 @@ default="auto"
         if self.inference == "last_iterate":
             return NoiseAwarePosterior(phi_star, model, self.inference), {}
         p = model.n_params
-        settings = dict(n_means=p, learning_rate=result.learning_rate,
-                        noise_std=result.noise_std, random_state=seed)
         if self._error_model() in DENSE_MODELS:
             flat = None
             if self._error_model() == "dense_matched":
@@ -339,7 +337,9 @@ default="auto"
                                           prior_scale=self.prior_scale)
             extra["wander_width"] = width
         if self._error_model() == "coupled":
-            phi_star, _ = coupled_means(phi_star, result.stats, **settings)
+            phi_star, _ = coupled_means(phi_star, result.stats, n_means=p,
+                                        learning_rate=result.learning_rate,
+                                        noise_std=result.noise_std, random_state=seed)
         if "wander_width" in extra:
             phi_star = phi_star.copy()
             phi_star[:, :p] = remove_wander_bias(
