@@ -42,6 +42,7 @@ VARIANTS = {"auto": {}, "auto_naive": {"inference": "last_iterate"},
             "auto_blocks": {"onehot_blocks": "adult"},
             "matched_blocks": {"error_model": "dense_matched", "onehot_blocks": "adult"},
             "matched": {"error_model": "dense_matched"},
+            "matched_probit": {"error_model": "dense_matched", "wander_correction": "probit"},
             "matched_blocks_probit": {"error_model": "dense_matched", "onehot_blocks": "adult",
                                       "wander_correction": "probit"}}
 

@@ -11,6 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression
+from skdpvi.exceptions import IdentifiabilityWarning
 
 FAST = dict(max_iter=150, n_posterior_samples=50, inference="exact", sampling_rate=0.5,
             epsilon=5.0, random_state=0)
@@ -503,27 +504,99 @@ def test_logistic_dense_error_model_gives_linear_response_components():
     batch = DPBayesianLogisticRegression(error_model="dense", **kw)._fit_batch(
         [(X, y)], [0])[0]
     np.testing.assert_allclose(batch.coef_, dense.coef_, rtol=1e-5, atol=1e-6)
-    # the default is the dense model, computed exactly
+    # the default is one of the dense models, computed exactly, with the wander
+    # correction that goes with it
     default = DPBayesianLogisticRegression(**kw).fit(X, y)
-    assert default.inference == "exact" and default.error_model_ == "dense"
+    assert default.inference == "exact" and default.error_model_ in ("dense", "dense_matched")
+    same = DPBayesianLogisticRegression(error_model=default.error_model_,
+                                        wander_correction=default.wander_correction_,
+                                        **kw).fit(X, y)
     np.testing.assert_array_equal(default.sample_posterior(10, random_state=1),
-                                  dense.sample_posterior(10, random_state=1))
+                                  same.sample_posterior(10, random_state=1))
 
 
-@pytest.mark.parametrize("inference, expected", [("exact", "dense"), ("emcee", "diagonal"),
-                                                 ("laplace", "diagonal"),
-                                                 ("last_iterate", None)])
+@pytest.mark.parametrize("inference, expected", [("exact", ("dense", "dense_matched")),
+                                                 ("emcee", ("diagonal",)),
+                                                 ("laplace", ("diagonal",)),
+                                                 ("last_iterate", (None,))])
 def test_logistic_auto_error_model_follows_the_backend(inference, expected):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2))
     y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
     est = DPBayesianLogisticRegression(max_iter=200, inference=inference,
                                        n_posterior_samples=100, random_state=0).fit(X, y)
-    assert est.error_model_ == expected
-    assert (est.posterior_.method == "dense") == (expected == "dense")
+    assert est.error_model_ in expected
+    assert est.posterior_.method == (est.error_model_ if inference == "exact" else inference)
+    # the wander correction follows the error model: only "dense_matched" takes it
+    assert est.wander_correction_ == ("probit" if est.error_model_ == "dense_matched"
+                                      else "none")
     with pytest.raises(ValueError, match="error_model='dense' needs inference"):
         DPBayesianLogisticRegression(error_model="dense", inference="statistics",
                                      max_iter=50).fit(X, y)
+
+
+def _logistic_data(X, theta, seed):
+    rng = np.random.default_rng(seed)
+    logits = X @ theta[:-1] + theta[-1]
+    return (rng.random(len(X)) < 1 / (1 + np.exp(-logits))).astype(int)
+
+
+def test_logistic_auto_takes_the_matched_curvature_on_centred_features():
+    from skdpvi.linear_model._logistic_dense import AUTO_MATCHED_RELAXATIONS
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 5))
+    y = _logistic_data(X, np.array([1.0, -0.5, 0.3, 0.0, 0.8, 0.2]), 1)
+    kw = dict(max_iter=3000, n_posterior_samples=300, random_state=0)
+    est = DPBayesianLogisticRegression(**kw).fit(X, y)
+    choice = est.inference_diagnostics_["auto_error_model"]
+    assert est.error_model_ == "dense_matched" and est.wander_correction_ == "probit"
+    assert choice["window_relaxations"] >= AUTO_MATCHED_RELAXATIONS
+    explicit = DPBayesianLogisticRegression(error_model="dense_matched",
+                                            wander_correction="probit", **kw).fit(X, y)
+    np.testing.assert_array_equal(est.sample_posterior(20, random_state=3),
+                                  explicit.sample_posterior(20, random_state=3))
+    assert "wander_width" in est.inference_diagnostics_
+    # the correction can be switched off, and an explicit model is never overridden
+    plain = DPBayesianLogisticRegression(wander_correction="none", **kw).fit(X, y)
+    assert plain.error_model_ == "dense_matched" and plain.wander_correction_ == "none"
+    assert "wander_width" not in plain.inference_diagnostics_
+    dense = DPBayesianLogisticRegression(error_model="dense", **kw).fit(X, y)
+    assert dense.error_model_ == "dense" and dense.wander_correction_ == "none"
+    assert "auto_error_model" not in dense.inference_diagnostics_
+    # without an intercept there is no correction and no centring check
+    no_icpt = DPBayesianLogisticRegression(fit_intercept=False, **kw).fit(X, y)
+    assert no_icpt.error_model_ == "dense_matched" and no_icpt.wander_correction_ == "none"
+    assert "intercept_inflation" not in no_icpt.inference_diagnostics_["auto_error_model"]
+
+
+def test_logistic_auto_keeps_the_window_curvature_where_matching_fails():
+    from skdpvi.linear_model._logistic_dense import AUTO_MATCHED_RELAXATIONS
+
+    # features on [0, 1]: far from centred, where the matched curvature's intervals
+    # are far too narrow; "auto" does not take it, and says why (without the warning
+    # an explicit error_model="dense_matched" gives)
+    rng = np.random.default_rng(0)
+    U = rng.random((5000, 10))
+    y = _logistic_data(U, rng.standard_normal(11), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        est = DPBayesianLogisticRegression(max_iter=3000, n_posterior_samples=200,
+                                           random_state=0).fit(U, y)
+    choice = est.inference_diagnostics_["auto_error_model"]
+    assert est.error_model_ == "dense" and est.wander_correction_ == "none"
+    assert choice["window_relaxations"] >= AUTO_MATCHED_RELAXATIONS
+    assert choice["intercept_inflation"] > 6
+    # rare binary features at a small budget: the window holds about one relaxation
+    rng = np.random.default_rng(0)
+    B = (rng.random((2000, 6)) < 0.02).astype(float)
+    y = (rng.random(2000) < 0.4).astype(int)
+    est = DPBayesianLogisticRegression(epsilon=0.3, max_iter=2000, n_posterior_samples=200,
+                                       random_state=0).fit(B, y)
+    choice = est.inference_diagnostics_["auto_error_model"]
+    assert est.error_model_ == "dense"
+    assert choice["window_relaxations"] < AUTO_MATCHED_RELAXATIONS
+    assert "intercept_inflation" not in choice
 
 
 def test_logistic_wander_correction_shrinks_the_means_by_the_measured_width():

@@ -12,7 +12,7 @@ from ..noise_aware import (coupled_means, logistic_wander_width, onehot_flat_dir
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
-from ._logistic_dense import DENSE_MODELS, dense_posterior
+from ._logistic_dense import DENSE_MODELS, auto_dense_model, dense_posterior
 from ._logistic_predictions import _LogisticPredictions
 from ._release_checks import (check_logistic_batch_noise, check_logistic_scales,
                               check_matched_centred, check_within_prior)
@@ -20,7 +20,7 @@ from ._release_checks import (check_logistic_batch_noise, check_logistic_scales,
 _ERROR_MODELS = ("auto", "diagonal", "coupled", *DENSE_MODELS)
 #: The backends whose draws of phi* an error model other than "diagonal" remodels.
 _GRADIENT_MODEL_BACKENDS = ("emcee", "exact", "laplace")
-_WANDER_CORRECTIONS = ("none", "probit")
+_WANDER_CORRECTIONS = ("auto", "none", "probit")
 
 
 class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
@@ -241,7 +241,7 @@ default="auto"
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
                  burn_in=0.2, inference="exact", n_posterior_samples=1000,
-                 error_model="auto", wander_correction="none", onehot_blocks=None,
+                 error_model="auto", wander_correction="auto", onehot_blocks=None,
                  prior_scale=1.0, fit_intercept=True, device="cpu", random_state=None,
                  verbose=0):
         super().__init__(
@@ -277,7 +277,7 @@ default="auto"
         if self.wander_correction not in _WANDER_CORRECTIONS:
             raise ValueError(f"wander_correction must be one of {_WANDER_CORRECTIONS}, got "
                              f"wander_correction={self.wander_correction!r}.")
-        if self.wander_correction != "none":
+        if self.wander_correction == "probit":
             if not self.fit_intercept:
                 raise ValueError(
                     f"wander_correction={self.wander_correction!r} needs fit_intercept=True: "
@@ -289,15 +289,14 @@ default="auto"
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
-        self.error_model_ = self._error_model()
+        n_params = settings.engine["model"].n_params
+        self.error_model_, self._auto_choice = self._resolve_error_model(result, n_params)
+        self.wander_correction_ = self._resolve_wander_correction()
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         check_within_prior(self, self._theta_draws, self.prior_scale)
-        n_params = settings.engine["model"].n_params
         check_logistic_scales(self, result, n_params, float(self.prior_scale))
-        if self.error_model_ == "dense_matched":
-            check_matched_centred(self, result, n_params, onehot_flat_directions(
-                self._onehot_blocks(self.n_features_in_), self.n_features_in_,
-                self.fit_intercept))
+        if self.error_model == "dense_matched":  # "auto" checked it before choosing
+            check_matched_centred(self, result, n_params, self._flat_directions())
         engine = settings.engine
         check_logistic_batch_noise(self, n_samples, engine["sampling_rate"],
                                    engine["noise_multiplier"], engine["clip_norm"])
@@ -306,37 +305,55 @@ default="auto"
     def _phi_star_backend(self):
         # the dense model draws the means itself: the cheap backend only runs the
         # split-window check
-        return ("last_iterate" if self._error_model() in DENSE_MODELS else self.inference)
+        return "last_iterate" if self.error_model_ in DENSE_MODELS else self.inference
 
-    def _error_model(self):
-        """The error model in use: "auto" resolved, None for the backends without one."""
+    def _flat_directions(self):
+        """The directions ``onehot_blocks`` leave the likelihood flat in, or None."""
+        flat = onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
+                                      self.n_features_in_, self.fit_intercept)
+        return flat if len(flat) else None
+
+    def _resolve_error_model(self, result, n_params):
+        """The error model of this fit ("auto" resolved, None for the backends without
+        one) and, for "auto" with "exact", the diagnostics of its choice."""
         if self.inference not in _GRADIENT_MODEL_BACKENDS:
-            return None
-        if self.error_model == "auto":
-            return "dense" if self.inference == "exact" else "diagonal"
-        return self.error_model
+            return None, {}
+        if self.error_model != "auto":
+            return self.error_model, {}
+        if self.inference != "exact":
+            return "diagonal", {}
+        return auto_dense_model(result, n_params, prior_scale=float(self.prior_scale),
+                                fit_intercept=self.fit_intercept,
+                                flat_directions=self._flat_directions())
+
+    def _resolve_wander_correction(self):
+        """"auto": "probit" with "dense_matched" and an intercept, "none" otherwise."""
+        if self.wander_correction != "auto":
+            return self.wander_correction
+        return ("probit" if self.error_model_ == "dense_matched" and self.fit_intercept
+                else "none")
 
     def _posterior_from_draws(self, phi_star, result, model, seed):
         if self.inference == "last_iterate":
             return NoiseAwarePosterior(phi_star, model, self.inference), {}
         p = model.n_params
-        if self._error_model() in DENSE_MODELS:
-            flat = None
-            if self._error_model() == "dense_matched":
-                flat = onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
-                                              self.n_features_in_, self.fit_intercept)
-                flat = flat if len(flat) else None
-            return dense_posterior(
-                self._error_model(), result, model, n_components=len(phi_star),
-                prior_scale=self.prior_scale, flat_directions=flat,
-                wander_correction=self.wander_correction == "probit", random_state=seed)
+        if self.error_model_ in DENSE_MODELS:
+            posterior, extra = dense_posterior(
+                self.error_model_, result, model, n_components=len(phi_star),
+                prior_scale=self.prior_scale,
+                flat_directions=(self._flat_directions()
+                                 if self.error_model_ == "dense_matched" else None),
+                wander_correction=self.wander_correction_ == "probit", random_state=seed)
+            if self._auto_choice:
+                extra["auto_error_model"] = self._auto_choice
+            return posterior, extra
         extra = {}
-        if self.wander_correction == "probit":
+        if self.wander_correction_ == "probit":
             width = logistic_wander_width(result.stats, n_means=p,
                                           sampling_rate=result.sampling_rate,
                                           prior_scale=self.prior_scale)
             extra["wander_width"] = width
-        if self._error_model() == "coupled":
+        if self.error_model_ == "coupled":
             phi_star, _ = coupled_means(phi_star, result.stats, n_means=p,
                                         learning_rate=result.learning_rate,
                                         noise_std=result.noise_std, random_state=seed)

@@ -102,6 +102,61 @@ def check_scales(est, statistics, eta):
             IdentifiabilityWarning, stacklevel=4)
 
 
+def matched_intercept_inflation(result, n_params, prior_scale, flat_directions=None):
+    """The intercept's variance inflation ``(K^-1)_00 K_00`` a logistic release implies.
+
+    K is the window curvature (:func:`~skdpvi.noise_aware.window_curvature`), which
+    reads the contrast between an uncentred feature and the intercept as soft, and
+    ``K_00`` the intercept's mean-field curvature. About 1-3 for centred features,
+    tens to hundreds for features uniform on [0, 1] (the curvature matched to the
+    mean-field diagonal fails there). Directions the one-hot blocks leave flat
+    (``flat_directions``) are excluded. Post-processing of the release only; None
+    without the cross sums. The intercept is the last mean coordinate.
+    """
+    from ..noise_aware import mean_field_curvature, window_curvature
+
+    stats = result.stats
+    if stats is None or stats.sum_xxt is None or not stats.count:
+        return None
+    p = int(n_params)
+    steps = np.asarray(result.learning_rate, float)[:p]
+    noise_var = np.asarray(result.noise_std, float)[:p] ** 2
+    K, _ = window_curvature(stats.wander_covariance()[:p, :p], steps, noise_var,
+                            stats.count, floor=result.sampling_rate / prior_scale**2)
+    if flat_directions is not None and len(flat_directions):
+        # the flat directions' prior variance is no inflation: make them stiff here
+        F = np.atleast_2d(flat_directions)
+        P = np.eye(p) - F.T @ F
+        K = P @ K @ P + np.linalg.eigvalsh(K)[-1] * 1e6 * F.T @ F
+    diagonal = mean_field_curvature(stats, p, result.sampling_rate)
+    return float(np.linalg.inv(K)[-1, -1] * diagonal[-1])
+
+
+def wander_intercept_inflation(result, n_params, flat_directions=None):
+    """The intercept's variance inflation the window's wander itself shows.
+
+    ``S_00 (S^-1)_00`` with S the recording window's covariance of the means: one over
+    one minus the squared multiple correlation of the intercept's wander with the
+    coefficients'. The stationary wander's covariance is the curvature's inverse in
+    the step-scaled frame, so this is ``(K^-1)_00 K_00`` (invariant to the steps)
+    without reading a curvature: about 1-3 for centred features, more for uncentred
+    ones, whose contrast with the intercept the wander explores slowly. Directions
+    the one-hot blocks leave flat are excluded. None without the cross sums.
+    """
+    stats = result.stats
+    if stats is None or stats.sum_xxt is None or not stats.count:
+        return None
+    p = int(n_params)
+    S = stats.wander_covariance()[:p, :p]
+    precision = np.linalg.pinv(S)
+    if flat_directions is None or not len(flat_directions):
+        return float(S[-1, -1] * precision[-1, -1])
+    F = np.atleast_2d(flat_directions)
+    P = np.eye(p) - F.T @ F
+    stiff = P @ precision @ P + np.linalg.eigvalsh(precision)[-1] * 1e6 * F.T @ F
+    return float(np.linalg.inv(stiff)[-1, -1] * precision[-1, -1])
+
+
 def check_matched_centred(est, result, n_params, flat_directions=None):
     """Warn when ``error_model="dense_matched"`` meets features far from centred.
 
@@ -111,29 +166,14 @@ def check_matched_centred(est, result, n_params, flat_directions=None):
     smaller, the window cannot resolve it and the matching pushes the coordinates'
     stiffness into it: intervals far too narrow (features uniform on [0, 1]: 90 %
     intervals covering 48-73 %; results page, "A curvature matched to the mean-field
-    diagonal"). The window curvature (:func:`~skdpvi.noise_aware.window_curvature`)
-    reads that contrast as soft, so the intercept's variance inflation it implies,
-    ``(K^-1)_00 K_00`` with ``K_00`` from the intercept's mean-field scale, flags the
-    design (1-3 for centred features, 50-450 for uniform ones on [0, 1]). Directions
-    the one-hot blocks leave flat are excluded. Post-processing of the release only.
+    diagonal"). :func:`matched_intercept_inflation` flags the design.
     """
-    from ..noise_aware import mean_field_curvature, window_curvature
-
-    stats = result.stats
-    if not est.fit_intercept or stats is None or stats.sum_xxt is None or not stats.count:
+    if not est.fit_intercept:
         return
-    p = int(n_params)
-    steps = np.asarray(result.learning_rate, float)[:p]
-    noise_var = np.asarray(result.noise_std, float)[:p] ** 2
-    K, _ = window_curvature(stats.wander_covariance()[:p, :p], steps, noise_var,
-                            stats.count, floor=result.sampling_rate / est.prior_scale**2)
-    if flat_directions is not None and len(flat_directions):
-        # the flat directions' prior variance is no inflation: make them stiff here
-        F = np.atleast_2d(flat_directions)
-        P = np.eye(p) - F.T @ F
-        K = P @ K @ P + np.linalg.eigvalsh(K)[-1] * 1e6 * F.T @ F
-    diagonal = mean_field_curvature(stats, p, result.sampling_rate)
-    inflation = float(np.linalg.inv(K)[-1, -1] * diagonal[-1])
+    inflation = matched_intercept_inflation(result, n_params, est.prior_scale,
+                                            flat_directions)
+    if inflation is None:
+        return
     est.inference_diagnostics_["intercept_inflation"] = inflation
     if inflation > _MATCHED_CENTRED_INFLATION:
         warnings.warn(
