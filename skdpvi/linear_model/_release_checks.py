@@ -148,13 +148,16 @@ def wander_intercept_inflation(result, n_params, flat_directions=None):
         return None
     p = int(n_params)
     S = stats.wander_covariance()[:p, :p]
-    precision = np.linalg.pinv(S)
-    if flat_directions is None or not len(flat_directions):
-        return float(S[-1, -1] * precision[-1, -1])
-    F = np.atleast_2d(flat_directions)
-    P = np.eye(p) - F.T @ F
-    stiff = P @ precision @ P + np.linalg.eigvalsh(precision)[-1] * 1e6 * F.T @ F
-    return float(np.linalg.inv(stiff)[-1, -1] * precision[-1, -1])
+    basis = np.eye(p)
+    if flat_directions is not None and len(flat_directions):
+        # the same inflation within the complement of the flat directions: the part of
+        # the intercept the one-hot blocks do not share, against the rest
+        F = np.atleast_2d(flat_directions)
+        values, vectors = np.linalg.eigh(np.eye(p) - F.T @ F)
+        basis = vectors[:, values > 0.5]
+    S = basis.T @ S @ basis
+    intercept = basis[-1] / np.linalg.norm(basis[-1])
+    return float((intercept @ S @ intercept) * (intercept @ np.linalg.pinv(S) @ intercept))
 
 
 def check_matched_centred(est, result, n_params, flat_directions=None):
