@@ -107,13 +107,14 @@ default="auto"
         How the errors of the optimum phi* of the variational means are modelled
         with ``inference`` "exact", "emcee" or "laplace". "auto" with "exact" (the
         default) chooses per fit, from the release: "dense_matched" where the
-        recording window holds at least 3 relaxation times of the median mean
+        recording window holds at least 5 relaxation times of the median mean
         coordinate and its wander shows the features centred, "dense" otherwise
         (``inference_diagnostics_["auto_error_model"]`` holds the two statistics;
         results page, "The logistic default chosen per fit": on centred Gaussian,
-        heavy-tailed and correlated designs TARP 0.035-0.063 against the dense
-        model's 0.10-0.16, and equal or better than "dense" on uncentred ones,
-        except one-hot columns not declared in ``onehot_blocks``). With "emcee" and
+        heavy-tailed and correlated designs TARP 0.036-0.052 against the dense
+        model's 0.10-0.16, equal or better than "dense" on uncentred ones, worse
+        where one-hot columns are not declared in ``onehot_blocks`` and with few
+        features and large coefficients at a small budget). With "emcee" and
         "laplace" "auto" is "diagonal" (the paper's model, which they sample or
         approximate). "diagonal": the paper's
         gradient model, one coordinate at a time, errors independent, mean-field
@@ -126,12 +127,12 @@ default="auto"
         covariance H^-1 instead of mean-field's conditional variances
         (:func:`~skdpvi.noise_aware.linear_response_posterior`; the backend's draws
         are not used; conjugate, so it is computed exactly whatever the backend).
-        Post-processing only. Dense is the default because, on designs with known
-        coefficients beyond the paper's (larger prior scales, correlated features),
-        the diagonal model's intervals were up to 4 times too narrow where the
-        posterior is correlated, while the dense model's were too wide, by up to
-        1.8 times, where the trace holds few relaxations (results page, "Choosing
-        the logistic default"). "dense_shrunk": "dense" with the window's wander
+        Post-processing only. Dense replaced the diagonal model as the default
+        because, on designs with known coefficients beyond the paper's (larger prior
+        scales, correlated features), the diagonal model's intervals were up to 4
+        times too narrow where the posterior is correlated, while the dense model's
+        were too wide, by up to 1.8 times, where the trace holds few relaxations
+        (results page, "Choosing the logistic default"). "dense_shrunk": "dense" with the window's wander
         covariance shrunk fully towards the uncorrelated covariance the released
         mean-field scales imply (:func:`~skdpvi.noise_aware.shrink_wander_covariance`,
         directions that clear the noise bulk kept): a few dozen effective samples
