@@ -39,6 +39,7 @@ AUTO_MATCHED_RELAXATIONS = 5.0
 #: "dense_matched" warning's) sent 30-80 % of the fits on centred designs to "dense".
 AUTO_MATCHED_INFLATION = 2.5
 
+
 def window_relaxations(result, n_params):
     """How many relaxation times of each mean coordinate the recording window holds.
 
