@@ -41,7 +41,8 @@ from _common import machine, rmse_floor, save  # noqa: E402
 from private_clip import Simulator  # noqa: E402
 
 #: cell: (design, n_features, n_rows, rho, epsilon[, prior scale])
-CELLS = {"d3ps3": ("gaussian", 3, 5000, 0.0, 0.3, 3.0), "d3ps3_1": ("gaussian", 3, 5000, 0.0, 1.0, 3.0),
+CELLS = {"d3ps3": ("gaussian", 3, 5000, 0.0, 0.3, 3.0),
+         "d3ps3_1": ("gaussian", 3, 5000, 0.0, 1.0, 3.0),
          "gauss": ("gaussian", 10, 5000, 0.0, 1.0), "unit": ("unit", 10, 5000, 0.0, 1.0),
          "heavy": ("heavy", 10, 5000, 0.0, 1.0), "rho": ("gaussian", 10, 10000, 0.5, 0.3),
          "corr": ("correlated", 10, 10000, 0.0, 1.0), "shifted": ("shifted", 10, 5000, 0.0, 1.0),
