@@ -133,8 +133,9 @@ default="auto"
         times too narrow where the posterior is correlated, while the dense model's
         were too wide, by up to 1.8 times, where the trace holds few relaxations
         (results page, "Choosing the logistic default"). "dense_shrunk": "dense"
-        with the window's wander covariance shrunk fully towards the uncorrelated covariance the released
-        mean-field scales imply (:func:`~skdpvi.noise_aware.shrink_wander_covariance`,
+        with the window's wander covariance shrunk fully towards the uncorrelated
+        covariance the released mean-field scales imply
+        (:func:`~skdpvi.noise_aware.shrink_wander_covariance`,
         directions that clear the noise bulk kept): a few dozen effective samples
         in p dimensions spread the wander's eigenvalues, which "dense" reads as
         curvatures far too stiff along some combinations of the coefficients, where
