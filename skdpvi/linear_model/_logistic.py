@@ -111,8 +111,8 @@ default="auto"
         coordinate and its wander shows the features centred, "dense" otherwise
         (``inference_diagnostics_["auto_error_model"]`` holds the two statistics;
         results page, "The logistic default chosen per fit": on centred Gaussian,
-        heavy-tailed and correlated designs TARP 0.036-0.052 against the dense
-        model's 0.10-0.16, equal or better than "dense" on uncentred ones, worse
+        heavy-tailed and correlated designs TARP 0.036-0.067 against the dense
+        model's 0.10-0.17, equal or better than "dense" on uncentred ones, worse
         where one-hot columns are not declared in ``onehot_blocks`` and with few
         features and large coefficients at a small budget). With "emcee" and
         "laplace" "auto" is "diagonal" (the paper's model, which they sample or
