@@ -12,8 +12,8 @@ wander itself. ``evaluate`` scores rules (which posterior each simulation gets) 
 with the authors' and prior references, 90 % interval coverage and z-score sds, and
 saves ``benchmarks/results/ablation_logistic_auto_rule.json``.
 
-Cells: coefficients and intercept from the prior N(0, 1) (N(0, 9) in the ``d3ps3`` cells,
-with ``prior_scale=3``), features ``gaussian``
+Cells: coefficients and intercept from the prior N(0, 1) (N(0, s^2) with ``prior_scale=s``
+in the ``d3ps3`` (3), ``d5ps2`` (2) and ``d10ps05`` (0.5) cells), features ``gaussian``
 (independent or equicorrelated), ``heavy`` (Student-t, 3 d.o.f.), ``unit`` (uniform on
 [0, 1]), ``shifted`` (Gaussian with mean 1), ``correlated`` (issue 14's benchmark,
 its one-hot block not declared).
@@ -43,6 +43,8 @@ from private_clip import Simulator  # noqa: E402
 #: cell: (design, n_features, n_rows, rho, epsilon[, prior scale])
 CELLS = {"d3ps3": ("gaussian", 3, 5000, 0.0, 0.3, 3.0),
          "d3ps3_1": ("gaussian", 3, 5000, 0.0, 1.0, 3.0),
+         "d5ps2": ("gaussian", 5, 5000, 0.0, 1.0, 2.0),
+         "d10ps05": ("gaussian", 10, 5000, 0.0, 1.0, 0.5),
          "gauss": ("gaussian", 10, 5000, 0.0, 1.0), "unit": ("unit", 10, 5000, 0.0, 1.0),
          "heavy": ("heavy", 10, 5000, 0.0, 1.0), "rho": ("gaussian", 10, 10000, 0.5, 0.3),
          "corr": ("correlated", 10, 10000, 0.0, 1.0), "shifted": ("shifted", 10, 5000, 0.0, 1.0),
