@@ -7,24 +7,18 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
-from ..noise_aware import (coupled_means, logistic_wander_width, onehot_flat_directions,
-                           remove_wander_bias)
-from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
-from ._logistic_dense import DENSE_MODELS, auto_dense_model, dense_posterior
+from ._logistic_error_models import (ERROR_MODELS, GRADIENT_MODEL_BACKENDS,
+                                     WANDER_CORRECTIONS, _LogisticErrorModels)
 from ._logistic_predictions import _LogisticPredictions
 from ._release_checks import (check_logistic_batch_noise, check_logistic_scales,
                               check_matched_centred, check_within_prior)
 
-_ERROR_MODELS = ("auto", "diagonal", "coupled", *DENSE_MODELS)
-#: The backends whose draws of phi* an error model other than "diagonal" remodels.
-_GRADIENT_MODEL_BACKENDS = ("emcee", "exact", "laplace")
-_WANDER_CORRECTIONS = ("auto", "none", "probit")
 
 
 class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
-                                   _BaseDPBayesianRegression):
+                                   _LogisticErrorModels, _BaseDPBayesianRegression):
     """Differentially private Bayesian logistic regression (NA-DPVI).
 
     Fits y | x ~ Bernoulli(sigmoid(x . w + b)) with prior (w, b) ~ N(0, prior_scale^2 I)
@@ -282,23 +276,23 @@ default="auto"
     def _make_model(self, n_features):
         if not is_positive_real(self.prior_scale):
             raise ValueError(f"prior_scale must be a finite number > 0, got {self.prior_scale!r}.")
-        if self.error_model not in _ERROR_MODELS:
-            raise ValueError(f"error_model must be one of {_ERROR_MODELS}, got "
+        if self.error_model not in ERROR_MODELS:
+            raise ValueError(f"error_model must be one of {ERROR_MODELS}, got "
                              f"error_model={self.error_model!r}.")
         if (self.error_model not in ("auto", "diagonal")
-                and self.inference not in _GRADIENT_MODEL_BACKENDS):
+                and self.inference not in GRADIENT_MODEL_BACKENDS):
             raise ValueError(
                 f"error_model={self.error_model!r} needs inference 'emcee', 'exact' or "
                 f"'laplace' (it remodels their draws of phi*), got inference={self.inference!r}.")
-        if self.wander_correction not in _WANDER_CORRECTIONS:
-            raise ValueError(f"wander_correction must be one of {_WANDER_CORRECTIONS}, got "
+        if self.wander_correction not in WANDER_CORRECTIONS:
+            raise ValueError(f"wander_correction must be one of {WANDER_CORRECTIONS}, got "
                              f"wander_correction={self.wander_correction!r}.")
         if self.wander_correction == "probit":
             if not self.fit_intercept:
                 raise ValueError(
                     f"wander_correction={self.wander_correction!r} needs fit_intercept=True: "
                     "the intercept's curvature measures the wander's effect.")
-            if self.inference not in _GRADIENT_MODEL_BACKENDS:
+            if self.inference not in GRADIENT_MODEL_BACKENDS:
                 raise ValueError(
                     f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
                     f"'exact' or 'laplace', got inference={self.inference!r}.")
@@ -306,8 +300,7 @@ default="auto"
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
         n_params = settings.engine["model"].n_params
-        self.error_model_, self._auto_choice = self._resolve_error_model(result, n_params)
-        self.wander_correction_ = self._resolve_wander_correction()
+        self._resolve_models(result, n_params)
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         check_within_prior(self, self._theta_draws, self.prior_scale)
         check_logistic_scales(self, result, n_params, float(self.prior_scale))
@@ -317,67 +310,6 @@ default="auto"
         check_logistic_batch_noise(self, n_samples, engine["sampling_rate"],
                                    engine["noise_multiplier"], engine["clip_norm"])
         return theta_mean
-
-    def _phi_star_backend(self):
-        # the dense model draws the means itself: the cheap backend only runs the
-        # split-window check
-        return "last_iterate" if self.error_model_ in DENSE_MODELS else self.inference
-
-    def _flat_directions(self):
-        """The directions ``onehot_blocks`` leave the likelihood flat in, or None."""
-        flat = onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
-                                      self.n_features_in_, self.fit_intercept)
-        return flat if len(flat) else None
-
-    def _resolve_error_model(self, result, n_params):
-        """The error model of this fit ("auto" resolved, None for the backends without
-        one) and, for "auto" with "exact", the diagnostics of its choice."""
-        if self.inference not in _GRADIENT_MODEL_BACKENDS:
-            return None, {}
-        if self.error_model != "auto":
-            return self.error_model, {}
-        if self.inference != "exact":
-            return "diagonal", {}
-        return auto_dense_model(result, n_params, fit_intercept=self.fit_intercept,
-                                flat_directions=self._flat_directions())
-
-    def _resolve_wander_correction(self):
-        """"auto": "probit" with "dense_matched" and an intercept, "none" otherwise."""
-        if self.wander_correction != "auto":
-            return self.wander_correction
-        return ("probit" if self.error_model_ == "dense_matched" and self.fit_intercept
-                else "none")
-
-    def _posterior_from_draws(self, phi_star, result, model, seed):
-        if self.inference == "last_iterate":
-            return NoiseAwarePosterior(phi_star, model, self.inference), {}
-        p = model.n_params
-        if self.error_model_ in DENSE_MODELS:
-            posterior, extra = dense_posterior(
-                self.error_model_, result, model, n_components=len(phi_star),
-                prior_scale=self.prior_scale,
-                flat_directions=(self._flat_directions()
-                                 if self.error_model_ == "dense_matched" else None),
-                wander_correction=self.wander_correction_ == "probit", random_state=seed)
-            if self._auto_choice:
-                extra["auto_error_model"] = self._auto_choice
-            return posterior, extra
-        extra = {}
-        if self.wander_correction_ == "probit":
-            width = logistic_wander_width(result.stats, n_means=p,
-                                          sampling_rate=result.sampling_rate,
-                                          prior_scale=self.prior_scale)
-            extra["wander_width"] = width
-        if self.error_model_ == "coupled":
-            phi_star, _ = coupled_means(phi_star, result.stats, n_means=p,
-                                        learning_rate=result.learning_rate,
-                                        noise_std=result.noise_std, random_state=seed)
-        if "wander_width" in extra:
-            phi_star = phi_star.copy()
-            phi_star[:, :p] = remove_wander_bias(
-                phi_star[:, :p], width, prior_scale=self.prior_scale,
-                variances=np.logaddexp(0.0, phi_star[:, p:]) ** 2)
-        return NoiseAwarePosterior(phi_star, model, self.inference), extra
 
     def _default_clip_norm(self, model):
         return 2.0 * math.sqrt(model.n_params)
