@@ -44,6 +44,7 @@ from private_clip import Simulator  # noqa: E402
 CELLS = {"d3ps3": ("gaussian", 3, 5000, 0.0, 0.3, 3.0),
          "d3ps3_1": ("gaussian", 3, 5000, 0.0, 1.0, 3.0),
          "d5ps2": ("gaussian", 5, 5000, 0.0, 1.0, 2.0),
+         "d2n500": ("gaussian", 2, 500, 0.0, 1.0), "d5n1000": ("gaussian", 5, 1000, 0.0, 1.0),
          "d10ps05": ("gaussian", 10, 5000, 0.0, 1.0, 0.5),
          "gauss": ("gaussian", 10, 5000, 0.0, 1.0), "unit": ("unit", 10, 5000, 0.0, 1.0),
          "heavy": ("heavy", 10, 5000, 0.0, 1.0), "rho": ("gaussian", 10, 10000, 0.5, 0.3),
