@@ -587,7 +587,7 @@ def test_logistic_auto_keeps_the_window_curvature_where_matching_fails():
     choice = est.inference_diagnostics_["auto_error_model"]
     assert est.error_model_ == "dense" and est.wander_correction_ == "none"
     assert choice["window_relaxations"] >= AUTO_MATCHED_RELAXATIONS
-    assert choice["intercept_inflation"] > AUTO_MATCHED_INFLATION
+    assert choice["inflation_over_sampling"] > AUTO_MATCHED_INFLATION
     # rare binary features at a small budget: the window holds about one relaxation
     rng = np.random.default_rng(0)
     B = (rng.random((2000, 6)) < 0.02).astype(float)
