@@ -300,8 +300,10 @@ default="auto"
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
         n_params = settings.engine["model"].n_params
-        self._resolve_models(result, n_params)
+        choice = self._resolve_models(result, n_params)
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
+        if choice:
+            self.inference_diagnostics_["auto_error_model"] = choice
         check_within_prior(self, self._theta_draws, self.prior_scale)
         check_logistic_scales(self, result, n_params, float(self.prior_scale))
         if self.error_model == "dense_matched":  # "auto" checked it before choosing

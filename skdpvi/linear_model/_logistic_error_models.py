@@ -28,9 +28,11 @@ class _LogisticErrorModels:
     ``prior_scale``, ``fit_intercept``; sets ``error_model_``, ``wander_correction_``)."""
 
     def _resolve_models(self, result, n_params):
-        """Set ``error_model_`` and ``wander_correction_`` for this release."""
-        self.error_model_, self._auto_choice = self._resolve_error_model(result, n_params)
+        """Set ``error_model_`` and ``wander_correction_`` for this release; return the
+        diagnostics of "auto"'s choice (empty when nothing was chosen)."""
+        self.error_model_, choice = self._resolve_error_model(result, n_params)
         self.wander_correction_ = self._resolve_wander_correction()
+        return choice
 
     def _phi_star_backend(self):
         # the dense model draws the means itself: the cheap backend only runs the
@@ -67,15 +69,12 @@ class _LogisticErrorModels:
             return NoiseAwarePosterior(phi_star, model, self.inference), {}
         p = model.n_params
         if self.error_model_ in DENSE_MODELS:
-            posterior, extra = dense_posterior(
+            return dense_posterior(
                 self.error_model_, result, model, n_components=len(phi_star),
                 prior_scale=self.prior_scale,
                 flat_directions=(self._flat_directions()
                                  if self.error_model_ == "dense_matched" else None),
                 wander_correction=self.wander_correction_ == "probit", random_state=seed)
-            if self._auto_choice:
-                extra["auto_error_model"] = self._auto_choice
-            return posterior, extra
         extra = {}
         if self.wander_correction_ == "probit":
             width = logistic_wander_width(result.stats, n_means=p,
