@@ -1,0 +1,425 @@
+"""Post-processing variants of the logistic estimator, scored on cached releases.
+
+``run`` fits K simulations of a cell (``auto_rule.py``'s cells, plus ``corrb`` and
+``corrb03``: issue 14's benchmark with its one-hot block declared) through the
+estimator's own lockstep path (``DPBayesianLogisticRegression._fit_batch``, what
+:func:`~skdpvi.metrics.run_tarp_study` uses) with every parameter at its default, and
+pickles each simulation's *release* (``dpvi_result_``: the running sums of the
+recording window, nothing else of the data) with its truth and seed. ``evaluate``
+post-processes every release again with each variant (``set_params`` on a clone, and
+for some variants a patched internal function), exactly as ``fit`` would after the
+same DP-SGD run, and scores the posteriors: TARP with the authors' and prior
+references, 90 % coordinate coverage, z-score sds, 90 % ellipsoids and the radial
+z-score (along the truth's direction). Post-processing takes milliseconds per fit,
+so a variant costs seconds per cell instead of a DP-SGD run.
+
+Run::
+
+    python benchmarks/ablation_logistic/release_cache.py run gauss corrb --n-sim 200
+    python benchmarks/ablation_logistic/release_cache.py evaluate gauss corrb \
+        --variants default dense matched_probit matched_probit_stationary
+"""
+
+import argparse
+import contextlib
+import os
+import pickle
+import sys
+import warnings
+
+import numpy as np
+from joblib import Parallel, delayed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+from _common import machine, rmse_floor, save  # noqa: E402
+from auto_rule import CELLS as RULE_CELLS  # noqa: E402
+from auto_rule import prior_scale as _rule_prior_scale  # noqa: E402
+from auto_rule import simulate  # noqa: E402
+
+#: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
+CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"])
+BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
+
+
+def _rule_cell(cell):
+    return {"corrb": "corr", "corrb03": "corr03"}.get(cell, cell)
+
+
+def prior_scale(cell):
+    return _rule_prior_scale(_rule_cell(cell))
+
+
+def estimator(cell, **params):
+    from skdpvi import DPBayesianLogisticRegression
+
+    return DPBayesianLogisticRegression(epsilon=CELLS[cell][4], prior_scale=prior_scale(cell),
+                                        onehot_blocks=BLOCKS.get(cell), **params)
+
+
+def _chunk(cell, seeds):
+    import torch
+
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    sims = [simulate(_rule_cell(cell), s) for s in seeds]
+    fitted = estimator(cell)._fit_batch([(X, y) for _, X, y in sims], seeds)
+    return [{"seed": s, "theta": theta, "result": est.dpvi_result_}
+            for s, est, (theta, _, _) in zip(seeds, fitted, sims)]
+
+
+def run(args):
+    seeds = list(range(args.first_seed, args.first_seed + args.n_sim))
+    suffix = "" if args.first_seed == 5000 else f"_from{args.first_seed}"
+    for cell in args.cells:
+        parts = Parallel(n_jobs=args.n_jobs)(
+            delayed(_chunk)(cell, seeds[i:i + 25]) for i in range(0, len(seeds), 25))
+        with open(os.path.join(args.cache, f"release_{cell}{suffix}.pkl"), "wb") as f:
+            pickle.dump([r for part in parts for r in part], f)
+        print(cell, "done", flush=True)
+
+
+def load(cache, cell):
+    """Every cached release of ``cell`` (all seed ranges), in the order of the seeds."""
+    import glob
+
+    rows = []
+    for path in glob.glob(os.path.join(cache, f"release_{cell}.pkl")) + glob.glob(
+            os.path.join(cache, f"release_{cell}_from*.pkl")):
+        with open(path, "rb") as f:
+            rows += pickle.load(f)
+    return sorted(rows, key=lambda r: r["seed"])
+
+
+@contextlib.contextmanager
+def _stationary_width():
+    """The probit correction's width read off the release's Cov(g, x) (the twenty-second
+    session's reading) instead of through the posterior's curvature."""
+    from skdpvi.linear_model import _logistic_dense as dense
+
+    original = dense.logistic_wander_width
+
+    def width(stats, **kw):
+        kw.pop("curvature", None)
+        return original(stats, **kw)
+
+    dense.logistic_wander_width = width
+    try:
+        yield
+    finally:
+        dense.logistic_wander_width = original
+
+
+@contextlib.contextmanager
+def _scaled_width(factor, stationary=False):
+    """The probit correction's width times ``factor`` (read off Cov(g, x) with
+    ``stationary``)."""
+    from skdpvi.linear_model import _logistic_dense as dense
+
+    original = dense.logistic_wander_width
+
+    def width(stats, **kw):
+        if stationary:
+            kw.pop("curvature", None)
+        return factor * original(stats, **kw)
+
+    dense.logistic_wander_width = width
+    try:
+        yield
+    finally:
+        dense.logistic_wander_width = original
+
+
+@contextlib.contextmanager
+def _mean_width():
+    """The mean of the two readings of the probit correction's width."""
+    from skdpvi.linear_model import _logistic_dense as dense
+
+    original = dense.logistic_wander_width
+
+    def width(stats, **kw):
+        through_k = original(stats, **kw)
+        kw.pop("curvature", None)
+        return 0.5 * (through_k + original(stats, **kw))
+
+    dense.logistic_wander_width = width
+    try:
+        yield
+    finally:
+        dense.logistic_wander_width = original
+
+
+@contextlib.contextmanager
+def _shrunk_matching(alpha, frame="S"):
+    """``dense_matched`` with the correlations of the wander (``frame="S"``, before the
+    matching) or of the matched curvature (``"K"``, after it) shrunk by ``alpha``
+    towards none."""
+    from skdpvi.noise_aware import linear_response as lr
+
+    original = lr.matched_curvature
+
+    def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
+        if frame == "S":
+            S = (1 - alpha) * S + alpha * np.diag(np.diag(S))
+            return original(S, steps, noise_var, diagonal, floor, flat_directions)
+        K, info = original(S, steps, noise_var, diagonal, floor, flat_directions)
+        K = (1 - alpha) * K + alpha * np.diag(np.diag(K))
+        if flat_directions is not None and len(flat_directions):
+            F = np.atleast_2d(flat_directions)
+            P = np.eye(len(K)) - F.T @ F
+            K = P @ K @ P + floor * F.T @ F
+        return K, info
+
+    lr.matched_curvature = matched
+    try:
+        yield
+    finally:
+        lr.matched_curvature = original
+
+
+@contextlib.contextmanager
+def _bulk_shrunk_matching(effective_relaxations):
+    """``dense_matched`` on the wander covariance whose noise bulk
+    :func:`~skdpvi.noise_aware.shrink_wander_covariance` shrank first (Ledoit-Wolf,
+    directions beyond the bulk's edge kept)."""
+    from skdpvi.linear_model import _logistic_dense as dense
+    from skdpvi.noise_aware import linear_response as lr
+
+    original_matched, original_posterior = lr.matched_curvature, dense.linear_response_posterior
+    window = {}
+
+    def posterior(stats, **kw):
+        window["n"] = stats.count
+        return original_posterior(stats, **kw)
+
+    def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
+        kappa = floor  # not needed: the target reads K_jj = diagonal directly
+        S, _ = lr.shrink_wander_covariance(S, steps, noise_var, window["n"], diagonal,
+                                           effective_relaxations)
+        del kappa
+        return original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
+
+    lr.matched_curvature, dense.linear_response_posterior = matched, posterior
+    try:
+        yield
+    finally:
+        lr.matched_curvature, dense.linear_response_posterior = original_matched, original_posterior
+
+
+@contextlib.contextmanager
+def _inflated_optimum(factor):
+    """The optimum's error covariance ``K^-1 Q K^-1 / n`` times ``factor``."""
+    from skdpvi.noise_aware import linear_response as lr
+
+    original = lr._optimum_of_means
+
+    def optimum(stats, K_inv, noise_var, prior_sd):
+        return original(stats, K_inv, factor * np.asarray(noise_var), prior_sd)
+
+    lr._optimum_of_means = optimum
+    try:
+        yield
+    finally:
+        lr._optimum_of_means = original
+
+
+@contextlib.contextmanager
+def _curvature_error(looks_per_relaxation, terms="both"):
+    """The optimum's error with the curvature's own sampling error propagated:
+    ``x_bar - K^-1 g_bar`` errs by ``-K^-1 dK d`` (``d = K^-1 g_bar``, the
+    extrapolation), and for a Wishart-like error of K with ``nu`` degrees of freedom
+    ``Cov(dK d) = ((d' K d) K + K d d' K) / nu``, so the error adds
+    ``((d' K d) K^-1 + d d') / nu``; ``nu`` = looks per relaxation times the window's
+    median relaxations along the means (from the mean-field diagonal)."""
+    from skdpvi.noise_aware import linear_response as lr
+
+    original_optimum, original_posterior = lr._optimum_of_means, lr.linear_response_posterior
+    window = {}
+
+    def optimum(stats, K_inv, noise_var, prior_sd):
+        p, n = len(K_inv), stats.count
+        K = np.linalg.inv(K_inv)
+        d = K_inv @ (stats.sum_g[:p] / n)
+        steps = window["steps"][:p]
+        nu = looks_per_relaxation * max(np.median(n * steps * np.diag(K)), 1.0)
+        extra = (((d @ K @ d) * K_inv if terms != "rank1" else 0)
+                 + (np.outer(d, d) if terms != "iso" else 0)) / nu
+        # _optimum_of_means with the extra error added to K^-1 Q K^-1 / n
+        x_bar = stats.shift[:p] + stats.sum_x[:p] / n
+        estimate = x_bar - d
+        error = K_inv @ (np.asarray(noise_var)[:, None] * K_inv) / n + extra
+        error = 0.5 * (error + error.T)
+        gain = error @ np.linalg.inv(error + prior_sd**2 * np.eye(p))
+        cov = error - gain @ error
+        return estimate + gain @ (x_bar - estimate), 0.5 * (cov + cov.T)
+
+    def posterior(stats, **kw):
+        window["steps"] = np.asarray(kw["learning_rate"], float)
+        return original_posterior(stats, **kw)
+
+    lr._optimum_of_means = optimum
+    try:
+        from skdpvi.linear_model import _logistic_dense as dense
+        dense.linear_response_posterior = posterior
+        yield
+    finally:
+        lr._optimum_of_means = original_optimum
+        dense.linear_response_posterior = original_posterior
+
+
+@contextlib.contextmanager
+def _auto_fallback(model):
+    """``error_model="auto"`` with ``model`` where the matched curvature is refused
+    although the window holds enough relaxations ("dense" before the twenty-fifth
+    session)."""
+    from skdpvi.linear_model import _logistic_dense as dense
+
+    original = dense.AUTO_FALLBACK_MODEL
+    dense.AUTO_FALLBACK_MODEL = model
+    try:
+        yield
+    finally:
+        dense.AUTO_FALLBACK_MODEL = original
+
+
+@contextlib.contextmanager
+def _shrunk_intensity(effective_relaxations):
+    """"dense_shrunk" with ``effective_relaxations`` looks per relaxation time (1 in the
+    estimator: full intensity)."""
+    from skdpvi.linear_model import _logistic_dense as dense
+
+    original = dense.linear_response_posterior
+
+    def posterior(stats, **kw):
+        if "effective_relaxations" in kw and not kw.get("match_diagonal"):
+            kw["effective_relaxations"] = effective_relaxations
+        return original(stats, **kw)
+
+    dense.linear_response_posterior = posterior
+    try:
+        yield
+    finally:
+        dense.linear_response_posterior = original
+
+
+#: name: (set_params, context manager or None)
+VARIANTS = {
+    "default": ({}, None),
+    "previous_default": ({}, lambda: _auto_fallback("dense")),
+    **{f"default_shrunk_er{c:g}": ({}, lambda c=c: _shrunk_intensity(c)) for c in (2.0, 4.0)},
+    "dense": ({"error_model": "dense"}, None),
+    "matched_probit": ({"error_model": "dense_matched", "wander_correction": "probit"}, None),
+    "matched": ({"error_model": "dense_matched", "wander_correction": "none"}, None),
+    "default_stationary": ({}, _stationary_width),
+    "matched_probit_stationary": ({"error_model": "dense_matched",
+                                   "wander_correction": "probit"}, _stationary_width),
+    "default_noprobit": ({"wander_correction": "none"}, None),
+    "default_halfprobit": ({}, lambda: _scaled_width(0.5)),
+    "default_mean_widths": ({}, lambda: _mean_width()),
+    **{f"default_shrink{frame}{a:g}": ({}, lambda a=a, frame=frame: _shrunk_matching(a, frame))
+       for a in (0.25, 0.5, 1.0) for frame in "SK"},
+    **{f"default_optimum{f:g}": ({}, lambda f=f: _inflated_optimum(f)) for f in (2.0, 4.0)},
+    **{f"default_kerr{c:g}": ({}, lambda c=c: _curvature_error(c)) for c in (0.5, 1.0, 2.0, 4.0)},
+    **{f"default_kerr{t}{c:g}": ({}, lambda c=c, t=t: _curvature_error(c, t))
+       for c in (0.5, 1.0, 2.0) for t in ("rank1", "iso")},
+    **{f"auto_shrunk_fallback{r:g}": ({"_fallback": ("dense_shrunk", r)}, None)
+       for r in (0.0, 3.0, 5.0)},
+    **{f"default_bulk{c:g}": ({}, lambda c=c: _bulk_shrunk_matching(c)) for c in (1.0, 2.0, 4.0, 8.0)},
+}
+
+
+def _posterior(cell, row, params, n_draws=1000):
+    from sklearn.base import clone
+
+    params = dict(params)
+    fallback = params.pop("_fallback", None)  # (error model, min window relaxations)
+    _, X, y = simulate(_rule_cell(cell), row["seed"])
+    est = clone(estimator(cell)).set_params(random_state=row["seed"], **params)
+    X_checked, _ = est._fit_inputs(X, y)
+    seeds = est._fit_seeds()
+    settings = est._engine_settings(X.shape[0], X.shape[1], X_checked, seeds.engine)
+    est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+    choice = est.inference_diagnostics_.get("auto_error_model")
+    if (fallback and est.error_model_ == "dense"
+            and choice["window_relaxations"] >= fallback[1]):
+        est.set_params(error_model=fallback[0])
+        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+    return est.sample_posterior(n_draws, random_state=0), getattr(est, "error_model_", None), choice
+
+
+def _evaluate_chunk(cell, rows, name):
+    warnings.simplefilter("ignore")
+    params, context = VARIANTS[name]
+    with (context() if context else contextlib.nullcontext()):
+        return [_posterior(cell, r, params) for r in rows]
+
+
+def score(draws, theta, refs):
+    from skdpvi.metrics import ellipsoid_coverage, tarp_coverage
+
+    lo, hi = np.quantile(draws, [0.05, 0.95], axis=1)
+    cover = ((theta >= lo) & (theta <= hi)).mean(0)
+    z = (draws.mean(1) - theta) / draws.std(1)
+    # radial: along the truth's direction, in the posterior's sd along it
+    u = theta / np.linalg.norm(theta, axis=1, keepdims=True)
+    proj = np.einsum("ksp,kp->ks", draws, u)
+    radial = (proj.mean(1) - np.einsum("kp,kp->k", theta, u)) / proj.std(1)
+    return {"tarp_posterior": float(tarp_coverage(draws, theta, random_state=0).rmse),
+            "tarp_prior": float(tarp_coverage(draws, theta, references=refs).rmse),
+            "coverage_90": [float(cover.min()), float(cover.max())],
+            "z_sd": [float(z.std(0).min()), float(z.std(0).max())],
+            "ellipsoid_90": float(ellipsoid_coverage(draws, theta, level=0.9)),
+            "radial_z": [float(radial.mean()), float(radial.std())]}
+
+
+def evaluate(args):
+    out = os.path.join(os.path.dirname(HERE), "results", args.save + ".json")
+    payload = {"machine": machine(), "cells": {}, "variants": {}}
+    if os.path.exists(out) and not args.fresh:  # add to the cells and variants kept
+        import json
+        with open(out) as f:
+            payload.update(json.load(f))
+    for cell in args.cells:
+        rows = load(args.cache, cell)
+        K, p = len(rows), len(rows[0]["theta"])
+        theta = np.array([r["theta"] for r in rows])
+        refs = prior_scale(cell) * np.random.default_rng(12345).standard_normal((K, p))
+        payload["cells"][cell] = {"design": CELLS[cell], "n_sim": K, "floor": rmse_floor(K),
+                                  "onehot_blocks": BLOCKS.get(cell)}
+        for name in args.variants:
+            parts = Parallel(n_jobs=args.n_jobs)(
+                delayed(_evaluate_chunk)(cell, rows[i:i + 50], name)
+                for i in range(0, K, 50))
+            fits = [f for part in parts for f in part]
+            draws = np.array([f[0] for f in fits])
+            row = score(draws, theta, refs)
+            row["fraction_matched"] = float(np.mean([f[1] == "dense_matched" for f in fits]))
+            payload["variants"].setdefault(name, {})[cell] = row
+            print(f"{cell:<8} {name:<28} TARP {row['tarp_posterior']:.3f} / "
+                  f"{row['tarp_prior']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
+                  f"{row['coverage_90'][1]:.2f}, z sd {row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, "
+                  f"ellipsoids {row['ellipsoid_90']:.2f}, radial z {row['radial_z'][0]:+.2f} "
+                  f"({row['radial_z'][1]:.2f}), matched {row['fraction_matched']:.2f}", flush=True)
+    save(args.save, payload)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["run", "evaluate"])
+    parser.add_argument("cells", nargs="+", choices=list(CELLS))
+    parser.add_argument("--n-sim", type=int, default=200)
+    parser.add_argument("--first-seed", type=int, default=5000)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--cache", default="/tmp/release_cache")
+    parser.add_argument("--variants", nargs="+", default=["default"], choices=list(VARIANTS))
+    parser.add_argument("--save", default="ablation_logistic_release_cache")
+    parser.add_argument("--fresh", action="store_true", help="do not merge into the saved JSON")
+    args = parser.parse_args()
+    os.makedirs(args.cache, exist_ok=True)
+    (run if args.command == "run" else evaluate)(args)
+
+
+if __name__ == "__main__":
+    main()
