@@ -12,6 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression
 from skdpvi.exceptions import IdentifiabilityWarning
+from skdpvi.linear_model._logistic_dense import DENSE_MODELS
 
 FAST = dict(max_iter=150, n_posterior_samples=50, inference="exact", sampling_rate=0.5,
             epsilon=5.0, random_state=0)
@@ -507,7 +508,7 @@ def test_logistic_dense_error_model_gives_linear_response_components():
     # the default is one of the dense models, computed exactly, with the wander
     # correction that goes with it
     default = DPBayesianLogisticRegression(**kw).fit(X, y)
-    assert default.inference == "exact" and default.error_model_ in ("dense", "dense_matched")
+    assert default.inference == "exact" and default.error_model_ in DENSE_MODELS
     same = DPBayesianLogisticRegression(error_model=default.error_model_,
                                         wander_correction=default.wander_correction_,
                                         **kw).fit(X, y)
@@ -515,7 +516,7 @@ def test_logistic_dense_error_model_gives_linear_response_components():
                                   same.sample_posterior(10, random_state=1))
 
 
-@pytest.mark.parametrize("inference, expected", [("exact", ("dense", "dense_matched")),
+@pytest.mark.parametrize("inference, expected", [("exact", DENSE_MODELS),
                                                  ("emcee", ("diagonal",)),
                                                  ("laplace", ("diagonal",)),
                                                  ("last_iterate", (None,))])
@@ -575,8 +576,9 @@ def test_logistic_auto_keeps_the_window_curvature_where_matching_fails():
                                                       AUTO_MATCHED_RELAXATIONS)
 
     # features on [0, 1]: far from centred, where the matched curvature's intervals
-    # are far too narrow; "auto" does not take it, and says why (without the warning
-    # an explicit error_model="dense_matched" gives)
+    # are far too narrow; "auto" does not take it but the window curvature with its
+    # noise bulk shrunk, and says why (without the warning an explicit
+    # error_model="dense_matched" gives)
     rng = np.random.default_rng(0)
     U = rng.random((5000, 10))
     y = _logistic_data(U, rng.standard_normal(11), 2)
@@ -585,7 +587,8 @@ def test_logistic_auto_keeps_the_window_curvature_where_matching_fails():
         est = DPBayesianLogisticRegression(max_iter=3000, n_posterior_samples=200,
                                            random_state=0).fit(U, y)
     choice = est.inference_diagnostics_["auto_error_model"]
-    assert est.error_model_ == "dense" and est.wander_correction_ == "none"
+    assert est.error_model_ == "dense_shrunk" and est.wander_correction_ == "none"
+    assert "wander_shrinkage" in est.inference_diagnostics_
     assert choice["window_relaxations"] >= AUTO_MATCHED_RELAXATIONS
     assert choice["inflation_over_sampling"] > AUTO_MATCHED_INFLATION
     # rare binary features at a small budget: the window holds about one relaxation

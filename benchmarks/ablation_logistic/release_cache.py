@@ -366,8 +366,11 @@ def score(draws, theta, refs):
     u = theta / np.linalg.norm(theta, axis=1, keepdims=True)
     proj = np.einsum("ksp,kp->ks", draws, u)
     radial = (proj.mean(1) - np.einsum("kp,kp->k", theta, u)) / proj.std(1)
-    return {"tarp_posterior": float(tarp_coverage(draws, theta, random_state=0).rmse),
-            "tarp_prior": float(tarp_coverage(draws, theta, references=refs).rmse),
+    # error bars: the sd of the RMSE over bootstrap resamples of the simulations
+    posterior = tarp_coverage(draws, theta, random_state=0, n_bootstrap=200)
+    prior = tarp_coverage(draws, theta, references=refs, random_state=0, n_bootstrap=200)
+    return {"tarp_posterior": float(posterior.rmse), "tarp_posterior_se": float(posterior.rmse_se),
+            "tarp_prior": float(prior.rmse), "tarp_prior_se": float(prior.rmse_se),
             "coverage_90": [float(cover.min()), float(cover.max())],
             "z_sd": [float(z.std(0).min()), float(z.std(0).max())],
             "ellipsoid_90": float(ellipsoid_coverage(draws, theta, level=0.9)),
@@ -396,9 +399,12 @@ def evaluate(args):
             draws = np.array([f[0] for f in fits])
             row = score(draws, theta, refs)
             row["fraction_matched"] = float(np.mean([f[1] == "dense_matched" for f in fits]))
+            row["error_models"] = {m: float(np.mean([f[1] == m for f in fits]))
+                                   for m in sorted({str(f[1]) for f in fits})}
             payload["variants"].setdefault(name, {})[cell] = row
-            print(f"{cell:<8} {name:<28} TARP {row['tarp_posterior']:.3f} / "
-                  f"{row['tarp_prior']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
+            print(f"{cell:<8} {name:<28} TARP {row['tarp_posterior']:.3f} "
+                  f"+- {row['tarp_posterior_se']:.3f} / {row['tarp_prior']:.3f} "
+                  f"+- {row['tarp_prior_se']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
                   f"{row['coverage_90'][1]:.2f}, z sd {row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, "
                   f"ellipsoids {row['ellipsoid_90']:.2f}, radial z {row['radial_z'][0]:+.2f} "
                   f"({row['radial_z'][1]:.2f}), matched {row['fraction_matched']:.2f}", flush=True)

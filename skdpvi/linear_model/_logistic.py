@@ -102,13 +102,15 @@ default="auto"
         with ``inference`` "exact", "emcee" or "laplace". "auto" with "exact" (the
         default) chooses per fit, from the release: "dense_matched" where the
         recording window holds at least 5 relaxation times of the median mean
-        coordinate and its wander shows the features centred, "dense" otherwise
-        (``inference_diagnostics_["auto_error_model"]`` holds the two statistics;
-        results page, "The logistic default chosen per fit": on centred Gaussian,
-        heavy-tailed and correlated designs TARP 0.036-0.067 against the dense
-        model's 0.10-0.17, equal or better than "dense" on uncentred ones, worse
-        where one-hot columns are not declared in ``onehot_blocks`` and with few
-        features and large coefficients at a small budget). With "emcee" and
+        coordinate and its wander shows the features centred, "dense_shrunk" where
+        it holds that many but the features do not look centred, "dense" where it
+        holds fewer (``inference_diagnostics_["auto_error_model"]`` holds the two
+        statistics; results page, "The logistic default chosen per fit": on centred
+        Gaussian, heavy-tailed and correlated designs TARP 0.036-0.067 against the
+        dense model's 0.10-0.17, equal or better than "dense" on uncentred ones,
+        worse where one-hot columns are not declared in ``onehot_blocks`` and with
+        few features and large coefficients at a small budget; "The fallback of the
+        per-fit choice" for "dense_shrunk": jointly less narrow). With "emcee" and
         "laplace" "auto" is "diagonal" (the paper's model, which they sample or
         approximate). "diagonal": the paper's
         gradient model, one coordinate at a time, errors independent, mean-field

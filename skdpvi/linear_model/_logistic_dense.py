@@ -38,6 +38,17 @@ AUTO_MATCHED_RELAXATIONS = 5.0
 #: declared; the window curvature's own reading of the inflation (the explicit
 #: "dense_matched" warning's) sent 30-80 % of the fits on centred designs to "dense".
 AUTO_MATCHED_INFLATION = 2.5
+#: What ``error_model="auto"`` takes where the window holds enough relaxations but
+#: the wander does not show the features centred: "dense_shrunk", the window's
+#: curvature read off the wander with its noise bulk shrunk (Ledoit-Wolf) towards the
+#: mean-field diagonal. With that many relaxations the shrinkage's own failure,
+#: exposing an inward lag with its narrower intervals, is rare, and the window
+#: curvature's eigenvalue spread, which makes "dense" far too narrow jointly, is
+#: smaller. With fewer relaxations "dense" stays (there the shrunk curvature was
+#: worse: 15 features at epsilon 0.3, 10 features with 2,000 rows at 0.3; and on UCI
+#: Adult at epsilon 0.1). Chosen by ablation (results page, "The fallback of the
+#: per-fit choice").
+AUTO_FALLBACK_MODEL = "dense_shrunk"
 
 
 def window_relaxations(result, n_params):
@@ -67,7 +78,9 @@ def auto_dense_model(result, n_params, *, fit_intercept, flat_directions=None):
     "dense_matched" where the recording window holds at least
     :data:`AUTO_MATCHED_RELAXATIONS` relaxations of the median coordinate and, with an
     intercept, the window's wander shows the features centred
-    (:data:`AUTO_MATCHED_INFLATION`); "dense" otherwise. Post-processing only.
+    (:data:`AUTO_MATCHED_INFLATION`); :data:`AUTO_FALLBACK_MODEL` ("dense_shrunk")
+    where it holds that many but the wander does not show the features centred;
+    "dense" where it holds fewer. Post-processing only.
 
     Parameters
     ----------
@@ -80,7 +93,7 @@ def auto_dense_model(result, n_params, *, fit_intercept, flat_directions=None):
 
     Returns
     -------
-    error_model : {"dense", "dense_matched"}
+    error_model : {"dense", "dense_shrunk", "dense_matched"}
     diagnostics : dict
         ``window_relaxations`` (the median), and with an intercept, when the window
         holds enough relaxations, ``intercept_inflation`` and
@@ -93,11 +106,11 @@ def auto_dense_model(result, n_params, *, fit_intercept, flat_directions=None):
         inflation = wander_intercept_inflation(result, n_params, flat_directions)
         info["intercept_inflation"] = inflation
         if inflation is None:
-            return "dense", info
+            return AUTO_FALLBACK_MODEL, info
         info["inflation_over_sampling"] = ((inflation - 1.0) * info["window_relaxations"]
                                            / (n_params - 1))
         if info["inflation_over_sampling"] > AUTO_MATCHED_INFLATION:
-            return "dense", info
+            return AUTO_FALLBACK_MODEL, info
     return "dense_matched", info
 
 

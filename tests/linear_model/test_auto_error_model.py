@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from skdpvi.dpvi import TraceStatistics
-from skdpvi.linear_model._logistic_dense import (AUTO_MATCHED_INFLATION,
+from skdpvi.linear_model._logistic_dense import (AUTO_FALLBACK_MODEL, AUTO_MATCHED_INFLATION,
                                                   AUTO_MATCHED_RELAXATIONS, auto_dense_model,
                                                   window_relaxations)
 from skdpvi.linear_model._release_checks import wander_intercept_inflation
@@ -55,7 +55,9 @@ def test_auto_dense_model_follows_both_statistics():
     uncentred = _release(np.c_[coefs, -coefs.sum(1) + 0.2 * rng.standard_normal(4000)],
                          rho=-2.0)
     model, info = auto_dense_model(uncentred, 5, fit_intercept=True)
-    assert model == "dense" and info["inflation_over_sampling"] > AUTO_MATCHED_INFLATION
+    # enough relaxations, but not centred: the shrunk window curvature
+    assert AUTO_FALLBACK_MODEL == "dense_shrunk"
+    assert model == "dense_shrunk" and info["inflation_over_sampling"] > AUTO_MATCHED_INFLATION
     # without an intercept there is nothing to inflate
     model, info = auto_dense_model(uncentred, 5, fit_intercept=False)
     assert model == "dense_matched" and "intercept_inflation" not in info
