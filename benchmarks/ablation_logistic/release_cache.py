@@ -385,7 +385,7 @@ def evaluate(args):
         with open(out) as f:
             payload.update(json.load(f))
     for cell in args.cells:
-        rows = load(args.cache, cell)
+        rows = load(args.cache, cell)[:args.max_sim]
         K, p = len(rows), len(rows[0]["theta"])
         theta = np.array([r["theta"] for r in rows])
         refs = prior_scale(cell) * np.random.default_rng(12345).standard_normal((K, p))
@@ -417,6 +417,8 @@ def main():
     parser.add_argument("cells", nargs="+", choices=list(CELLS))
     parser.add_argument("--n-sim", type=int, default=200)
     parser.add_argument("--first-seed", type=int, default=5000)
+    parser.add_argument("--max-sim", type=int, default=None,
+                        help="evaluate: the first simulations only (by seed)")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--cache", default="/tmp/release_cache")
     parser.add_argument("--variants", nargs="+", default=["default"], choices=list(VARIANTS))
