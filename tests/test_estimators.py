@@ -591,6 +591,14 @@ def test_logistic_auto_keeps_the_window_curvature_where_matching_fails():
     assert "wander_shrinkage" in est.inference_diagnostics_
     assert choice["window_relaxations"] >= AUTO_MATCHED_RELAXATIONS
     assert choice["inflation_over_sampling"] > AUTO_MATCHED_INFLATION
+    # the same posterior as the explicit setting on the same run
+    explicit = clone(est).set_params(error_model="dense_shrunk")
+    X_checked, _ = explicit._fit_inputs(U, y)
+    seeds = explicit._fit_seeds()
+    settings = explicit._engine_settings(*U.shape, X_checked, seeds.engine)
+    explicit._fit_from_result(est.dpvi_result_, settings, len(U), seeds)
+    np.testing.assert_array_equal(est.sample_posterior(20, random_state=3),
+                                  explicit.sample_posterior(20, random_state=3))
     # rare binary features at a small budget: the window holds about one relaxation
     rng = np.random.default_rng(0)
     B = (rng.random((2000, 6)) < 0.02).astype(float)

@@ -41,12 +41,14 @@ AUTO_MATCHED_INFLATION = 2.5
 #: What ``error_model="auto"`` takes where the window holds enough relaxations but
 #: the wander does not show the features centred: "dense_shrunk", the window's
 #: curvature read off the wander with its noise bulk shrunk (Ledoit-Wolf) towards the
-#: mean-field diagonal. With that many relaxations the shrinkage's own failure,
-#: exposing an inward lag with its narrower intervals, is rare, and the window
-#: curvature's eigenvalue spread, which makes "dense" far too narrow jointly, is
-#: smaller. With fewer relaxations "dense" stays (there the shrunk curvature was
-#: worse: 15 features at epsilon 0.3, 10 features with 2,000 rows at 0.3; and on UCI
-#: Adult at epsilon 0.1). Chosen by ablation (results page, "The fallback of the
+#: mean-field diagonal: its eigenvalues spread less than the window curvature's,
+#: which makes "dense" far too narrow jointly (90 % ellipsoids up by 0.03-0.14 on the
+#: ablation's designs, TARP mostly within 0.005). Its own failure, exposing an inward
+#: lag with its narrower intervals, needs a short window: below that many
+#: relaxations "dense" stays (the shrunk curvature was worse there: 15 features at
+#: epsilon 0.3, 10 features with 2,000 rows at 0.3, UCI Adult at epsilon 0.1), and
+#: above it the lag still costs a little (15 features at 0.3: prior-reference TARP
+#: 0.155 against 0.137). Chosen by ablation (results page, "The fallback of the
 #: per-fit choice").
 AUTO_FALLBACK_MODEL = "dense_shrunk"
 
