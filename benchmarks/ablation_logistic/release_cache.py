@@ -296,8 +296,19 @@ VARIANTS = {
        for c in (0.5, 1.0, 2.0) for t in ("rank1", "iso")},
     **{f"auto_shrunk_fallback{r:g}": ({"_fallback": ("dense_shrunk", r)}, None)
        for r in (0.0, 3.0, 5.0)},
+    **{f"default_drift{c:g}": ({"_max_drift": c}, None) for c in (0.1, 0.15, 0.2)},
     **{f"default_bulk{c:g}": ({}, lambda c=c: _bulk_shrunk_matching(c)) for c in (1.0, 2.0, 4.0, 8.0)},
 }
+
+
+def _relative_drift(result, p):
+    """How far the means moved between the window's halves along their own direction,
+    relative to their length: a trace still relaxing outward."""
+    stats = result.stats
+    first, second = stats.halves
+    x_bar = stats.shift[:p] + stats.sum_x[:p] / stats.count
+    drift = second.sum_x[:p] / second.count - first.sum_x[:p] / first.count
+    return float(drift @ x_bar / (x_bar @ x_bar))
 
 
 def _posterior(cell, row, params, n_draws=1000):
@@ -305,6 +316,7 @@ def _posterior(cell, row, params, n_draws=1000):
 
     params = dict(params)
     fallback = params.pop("_fallback", None)  # (error model, min window relaxations)
+    max_drift = params.pop("_max_drift", None)  # matched only below this relative drift
     _, X, y = simulate(_rule_cell(cell), row["seed"])
     est = clone(estimator(cell)).set_params(random_state=row["seed"], **params)
     X_checked, _ = est._fit_inputs(X, y)
@@ -315,6 +327,10 @@ def _posterior(cell, row, params, n_draws=1000):
     if (fallback and est.error_model_ == "dense"
             and choice["window_relaxations"] >= fallback[1]):
         est.set_params(error_model=fallback[0])
+        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+    if max_drift is not None and est.error_model_ == "dense_matched" and \
+            _relative_drift(row["result"], len(row["theta"])) > max_drift:
+        est.set_params(error_model="dense_shrunk", wander_correction="none")
         est._fit_from_result(row["result"], settings, X.shape[0], seeds)
     return est.sample_posterior(n_draws, random_state=0), getattr(est, "error_model_", None), choice
 
