@@ -1,7 +1,8 @@
 """Post-processing variants of the logistic estimator, scored on cached releases.
 
 ``run`` fits K simulations of a cell (``auto_rule.py``'s cells, plus ``corrb`` and
-``corrb03``: issue 14's benchmark with its one-hot block declared) through the
+``corrb03``: issue 14's benchmark with its one-hot block declared, and the hold-out
+cells of :data:`HOLDOUT`, run only after the twenty-fifth session's choice) through the
 estimator's own lockstep path (``DPBayesianLogisticRegression._fit_batch``, what
 :func:`~skdpvi.metrics.run_tarp_study` uses) with every parameter at its default, and
 pickles each simulation's *release* (``dpvi_result_``: the running sums of the
@@ -11,7 +12,8 @@ for some variants a patched internal function), exactly as ``fit`` would after t
 same DP-SGD run, and scores the posteriors: TARP with the authors' and prior
 references, 90 % coordinate coverage, z-score sds, 90 % ellipsoids and the radial
 z-score (along the truth's direction). Post-processing takes milliseconds per fit,
-so a variant costs seconds per cell instead of a DP-SGD run.
+so a variant costs seconds per cell instead of a DP-SGD run. ``--first-seed`` adds
+seeds to a cell's cache (``evaluate`` reads every range; ``--max-sim`` keeps the first).
 
 Run::
 
@@ -40,10 +42,13 @@ from auto_rule import prior_scale as _rule_prior_scale  # noqa: E402
 from auto_rule import simulate as _rule_simulate  # noqa: E402
 
 #: cells checked after the fallback was chosen (not used to choose it): equicorrelated
-#: Gaussian features with a wider prior, and few features, few rows, a narrow prior;
+#: Gaussian features with a wider prior; few features, few rows, a narrow prior;
+#: 12 features with correlation 0.3 at epsilon 0.5; few rows at epsilon 3
 #: (design, n_features, n_rows, rho, epsilon, prior scale)
 HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
-           "d4n2000ps05": ("gaussian", 4, 2000, 0.0, 1.0, 0.5)}
+           "d4n2000ps05": ("gaussian", 4, 2000, 0.0, 1.0, 0.5),
+           "rho03d12": ("gaussian", 12, 8000, 0.3, 0.5, 1.0),
+           "d6n1500e3": ("gaussian", 6, 1500, 0.0, 3.0, 1.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
