@@ -48,7 +48,11 @@ from auto_rule import simulate as _rule_simulate  # noqa: E402
 HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
            "d4n2000ps05": ("gaussian", 4, 2000, 0.0, 1.0, 0.5),
            "rho03d12": ("gaussian", 12, 8000, 0.3, 0.5, 1.0),
-           "d6n1500e3": ("gaussian", 6, 1500, 0.0, 3.0, 1.0)}
+           "d6n1500e3": ("gaussian", 6, 1500, 0.0, 3.0, 1.0),
+           # after rho05ps2 failed: its correlation without the wide prior, and the
+           # wide prior on more, uncorrelated features
+           "rho05d8": ("gaussian", 8, 3000, 0.5, 1.0, 1.0),
+           "d10ps2": ("gaussian", 10, 5000, 0.0, 1.0, 2.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
