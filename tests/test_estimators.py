@@ -558,6 +558,9 @@ def test_logistic_auto_takes_the_matched_curvature_on_centred_features():
     np.testing.assert_array_equal(est.sample_posterior(20, random_state=3),
                                   explicit.sample_posterior(20, random_state=3))
     assert "wander_width" in est.inference_diagnostics_
+    # with a wide prior (coefficients stated large) the same data get the fallback
+    wide = DPBayesianLogisticRegression(prior_scale=3.0, **kw).fit(X, y)
+    assert wide.error_model_ == "dense_shrunk" and wide.wander_correction_ == "none"
     # the correction can be switched off, and an explicit model is never overridden
     plain = DPBayesianLogisticRegression(wander_correction="none", **kw).fit(X, y)
     assert plain.error_model_ == "dense_matched" and plain.wander_correction_ == "none"

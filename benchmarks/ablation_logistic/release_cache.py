@@ -261,11 +261,14 @@ def _curvature_error(looks_per_relaxation, terms="both"):
     return _with_window(build)
 
 
-def _auto_fallback(model):
+def _auto_fallback(model, max_prior_scale=None):
     """``error_model="auto"`` with ``model`` where the matched curvature is refused
-    although the window holds enough relaxations ("dense" before the twenty-fifth
-    session)."""
-    return _patched((_dense(), "AUTO_FALLBACK_MODEL", model))
+    although the window holds enough relaxations, and matching up to
+    ``max_prior_scale`` (before the twenty-fifth session: "dense", no bound)."""
+    dense = _dense()
+    bound = dense.AUTO_MATCHED_MAX_PRIOR_SCALE if max_prior_scale is None else max_prior_scale
+    return _patched((dense, "AUTO_FALLBACK_MODEL", model),
+                    (dense, "AUTO_MATCHED_MAX_PRIOR_SCALE", bound))
 
 
 def _shrunk_intensity(effective_relaxations):
@@ -285,7 +288,8 @@ def _shrunk_intensity(effective_relaxations):
 #: name: (set_params, context manager or None)
 VARIANTS = {
     "default": ({}, None),
-    "previous_default": ({}, lambda: _auto_fallback("dense")),
+    "previous_default": ({}, lambda: _auto_fallback("dense", np.inf)),
+    "default_without_prior_bound": ({}, lambda: _auto_fallback("dense_shrunk", np.inf)),
     **{f"default_shrunk_er{c:g}": ({}, lambda c=c: _shrunk_intensity(c)) for c in (2.0, 4.0)},
     "dense": ({"error_model": "dense"}, None),
     "matched_probit": ({"error_model": "dense_matched", "wander_correction": "probit"}, None),
@@ -305,6 +309,7 @@ VARIANTS = {
        for c in (0.5, 1.0, 2.0) for t in ("rank1", "iso")},
     **{f"auto_shrunk_fallback{r:g}": ({"_fallback": ("dense_shrunk", r)}, None)
        for r in (0.0, 3.0, 5.0)},
+    "auto_without_matching": ({"_no_matched": True}, None),
     **{f"default_drift{c:g}": ({"_max_drift": c}, None) for c in (0.1, 0.15, 0.2)},
     **{f"default_bulk{c:g}": ({}, lambda c=c: _bulk_shrunk_matching(c)) for c in (1.0, 2.0, 4.0, 8.0)},
 }
@@ -326,6 +331,7 @@ def _posterior(cell, row, params, n_draws=1000):
     params = dict(params)
     fallback = params.pop("_fallback", None)  # (error model, min window relaxations)
     max_drift = params.pop("_max_drift", None)  # matched only below this relative drift
+    no_matched = params.pop("_no_matched", False)  # the fallback instead of matching
     _, X, y = simulate(_rule_cell(cell), row["seed"])
     est = clone(estimator(cell)).set_params(random_state=row["seed"], **params)
     X_checked, _ = est._fit_inputs(X, y)
@@ -336,6 +342,9 @@ def _posterior(cell, row, params, n_draws=1000):
     if (fallback and est.error_model_ == "dense"
             and choice["window_relaxations"] >= fallback[1]):
         est.set_params(error_model=fallback[0])
+        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+    if no_matched and est.error_model_ == "dense_matched":
+        est.set_params(error_model="dense_shrunk", wander_correction="none")
         est._fit_from_result(row["result"], settings, X.shape[0], seeds)
     if max_drift is not None and est.error_model_ == "dense_matched" and \
             _relative_drift(row["result"], len(row["theta"])) > max_drift:

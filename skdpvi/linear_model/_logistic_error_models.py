@@ -55,7 +55,8 @@ class _LogisticErrorModels:
         if self.inference != "exact":
             return "diagonal", {}
         return auto_dense_model(result, n_params, fit_intercept=self.fit_intercept,
-                                flat_directions=self._flat_directions())
+                                flat_directions=self._flat_directions(),
+                                prior_scale=float(self.prior_scale))
 
     def _resolve_wander_correction(self):
         """"auto": "probit" with "dense_matched" and an intercept, "none" otherwise."""

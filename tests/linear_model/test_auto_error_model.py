@@ -7,6 +7,7 @@ import pytest
 
 from skdpvi.dpvi import TraceStatistics
 from skdpvi.linear_model._logistic_dense import (AUTO_FALLBACK_MODEL, AUTO_MATCHED_INFLATION,
+                                                  AUTO_MATCHED_MAX_PRIOR_SCALE,
                                                   AUTO_MATCHED_RELAXATIONS, auto_dense_model,
                                                   window_relaxations)
 from skdpvi.linear_model._release_checks import wander_intercept_inflation
@@ -52,6 +53,13 @@ def test_auto_dense_model_follows_both_statistics():
     model, info = auto_dense_model(centred, 5, fit_intercept=True)
     assert model == "dense_matched" and info["window_relaxations"] == pytest.approx(relax)
     assert info["inflation_over_sampling"] <= AUTO_MATCHED_INFLATION
+    # a wide prior (large coefficients, a trace that may still lag): no matching
+    model, _ = auto_dense_model(centred, 5, fit_intercept=True,
+                                prior_scale=AUTO_MATCHED_MAX_PRIOR_SCALE)
+    assert model == "dense_matched"
+    model, _ = auto_dense_model(centred, 5, fit_intercept=True,
+                                prior_scale=2 * AUTO_MATCHED_MAX_PRIOR_SCALE)
+    assert model == AUTO_FALLBACK_MODEL
     uncentred = _release(np.c_[coefs, -coefs.sum(1) + 0.2 * rng.standard_normal(4000)],
                          rho=-2.0)
     model, info = auto_dense_model(uncentred, 5, fit_intercept=True)
