@@ -136,7 +136,7 @@ def rules():
 
 
 def evaluate(args):
-    from skdpvi.metrics import tarp_coverage
+    from release_cache import score  # imports this module: not at the top
 
     payload = {"machine": machine(), "cells": {}, "rules": {}}
     for cell in args.cells:
@@ -151,19 +151,12 @@ def evaluate(args):
         for name, pick in rules().items():
             chosen = np.array([bool(pick(r, p)) for r in rows])
             draws = np.array([r["matched"] if c else r["dense"] for r, c in zip(rows, chosen)])
-            lo, hi = np.quantile(draws, [0.05, 0.95], axis=1)
-            cover = ((theta >= lo) & (theta <= hi)).mean(0)
-            z = (draws.mean(1) - theta) / draws.std(1)
-            row = {"tarp_posterior": float(tarp_coverage(draws, theta, random_state=0).rmse),
-                   "tarp_prior": float(tarp_coverage(draws, theta, references=refs).rmse),
-                   "coverage_90": [float(cover.min()), float(cover.max())],
-                   "z_sd": [float(z.std(0).min()), float(z.std(0).max())],
-                   "fraction_matched": float(chosen.mean())}
+            row = dict(score(draws, theta, refs), fraction_matched=float(chosen.mean()))
             payload["rules"].setdefault(name, {})[cell] = row
             print(f"{cell:<8} {name:<36} TARP {row['tarp_posterior']:.3f} / "
-                  f"{row['tarp_prior']:.3f}, coverage {cover.min():.2f}-{cover.max():.2f}, "
-                  f"z sd {row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, matched "
-                  f"{row['fraction_matched']:.2f}", flush=True)
+                  f"{row['tarp_prior']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
+                  f"{row['coverage_90'][1]:.2f}, z sd {row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, "
+                  f"matched {row['fraction_matched']:.2f}", flush=True)
     save(args.save, payload)
 
 
