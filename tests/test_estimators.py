@@ -561,6 +561,7 @@ def test_logistic_auto_takes_the_matched_curvature_on_centred_features():
     # with a wide prior (coefficients stated large) the same data get the fallback
     wide = DPBayesianLogisticRegression(prior_scale=3.0, **kw).fit(X, y)
     assert wide.error_model_ == "dense_shrunk" and wide.wander_correction_ == "none"
+    assert wide.inference_diagnostics_["auto_error_model"]["prior_scale"] == 3.0
     # the correction can be switched off, and an explicit model is never overridden
     plain = DPBayesianLogisticRegression(wander_correction="none", **kw).fit(X, y)
     assert plain.error_model_ == "dense_matched" and plain.wander_correction_ == "none"

@@ -106,7 +106,7 @@ default="auto"
         most 1.5, "dense_shrunk" where it holds that many relaxations but one of the
         other two fails, "dense" where it holds fewer
         (``inference_diagnostics_["auto_error_model"]`` holds the two
-        statistics; results page, "The logistic default chosen per fit": on centred
+        statistics, or the prior scale when the bound decided; results page, "The logistic default chosen per fit": on centred
         Gaussian, heavy-tailed and correlated designs TARP 0.036-0.067 against the
         dense model's 0.10-0.17, equal or better than "dense" on uncentred ones,
         worse where one-hot columns are not declared in ``onehot_blocks``; "The

@@ -112,7 +112,8 @@ def auto_dense_model(result, n_params, *, fit_intercept, flat_directions=None,
     -------
     error_model : {"dense", "dense_shrunk", "dense_matched"}
     diagnostics : dict
-        ``window_relaxations`` (the median), and with an intercept, when the window
+        ``window_relaxations`` (the median); ``prior_scale`` when the prior bound
+        sent the fit to the fallback; else with an intercept, when the window
         holds enough relaxations, ``intercept_inflation`` and
         ``inflation_over_sampling`` (the statistic compared with the threshold).
     """
@@ -120,6 +121,7 @@ def auto_dense_model(result, n_params, *, fit_intercept, flat_directions=None,
     if info["window_relaxations"] < AUTO_MATCHED_RELAXATIONS:
         return "dense", info
     if prior_scale > AUTO_MATCHED_MAX_PRIOR_SCALE:
+        info["prior_scale"] = float(prior_scale)  # why: the bound, not the wander
         return AUTO_FALLBACK_MODEL, info
     if fit_intercept and n_params > 1:
         inflation = wander_intercept_inflation(result, n_params, flat_directions)

@@ -57,9 +57,11 @@ def test_auto_dense_model_follows_both_statistics():
     model, _ = auto_dense_model(centred, 5, fit_intercept=True,
                                 prior_scale=AUTO_MATCHED_MAX_PRIOR_SCALE)
     assert model == "dense_matched"
-    model, _ = auto_dense_model(centred, 5, fit_intercept=True,
-                                prior_scale=2 * AUTO_MATCHED_MAX_PRIOR_SCALE)
+    model, info = auto_dense_model(centred, 5, fit_intercept=True,
+                                   prior_scale=2 * AUTO_MATCHED_MAX_PRIOR_SCALE)
     assert model == AUTO_FALLBACK_MODEL
+    assert info["prior_scale"] == 2 * AUTO_MATCHED_MAX_PRIOR_SCALE
+    assert "intercept_inflation" not in info
     uncentred = _release(np.c_[coefs, -coefs.sum(1) + 0.2 * rng.standard_normal(4000)],
                          rho=-2.0)
     model, info = auto_dense_model(uncentred, 5, fit_intercept=True)
