@@ -22,18 +22,6 @@ from joblib import Parallel, delayed
 
 from _common import machine, save
 
-def adult_onehot_blocks():
-    """Column indices of the bundled Adult's one-hot blocks (public schema; every row
-    has one category of each with ``drop_missing=True``, the loader's default)."""
-    from skdpvi.datasets._adult import CONTINUOUS_BOUNDS, _categories
-
-    blocks, start = [], len(CONTINUOUS_BOUNDS)
-    for cats in _categories(True).values():
-        blocks.append(list(range(start, start + len(cats))))
-        start += len(cats)
-    return blocks
-
-
 VARIANTS = {"auto": {}, "auto_naive": {"inference": "last_iterate"},
             "fixed": {"clip_norm": 2 * math.sqrt(57)},
             "fixed_naive": {"clip_norm": 2 * math.sqrt(57), "inference": "last_iterate"},
@@ -63,7 +51,7 @@ def one(seed, epsilon, variant):
     Xt, yt = load_adult(subset="test", return_X_y=True)
     params = dict(VARIANTS[variant])
     if params.get("onehot_blocks") == "adult":
-        params["onehot_blocks"] = adult_onehot_blocks()
+        params["onehot_blocks"] = load_adult().onehot_blocks
     est = DPBayesianLogisticRegression(epsilon=epsilon, random_state=seed, **params).fit(X, y)
     p = est.predict_proba(Xt)[:, 1]
     return {"cal_rmse": calibration_rmse(yt, p), "ece": expected_calibration_error(yt, p),

@@ -14,6 +14,7 @@ from skdpvi.datasets import (
     make_nig_linear_regression,
 )
 from skdpvi.datasets import _adult
+from skdpvi.noise_aware import find_onehot_blocks
 
 # ---------------------------------------------------------------- load_adult
 
@@ -58,6 +59,14 @@ def test_adult_one_hot_groups(drop_missing):
     for dropped in _adult.DROPPED_COLUMNS:
         assert not any(n.startswith(dropped) for n in names)
     assert ("workclass_Never-worked" in names) == (not drop_missing)
+    # the declared blocks are exactly the complete groups, and the fit's input check
+    # finds nothing else
+    blocks = bunch.onehot_blocks
+    assert len(blocks) == (6 if drop_missing else 4)
+    for block in blocks:
+        group = {name.split("_")[0] for name in names[block]}
+        assert len(group) == 1 and np.all(bunch.data[:, block].sum(axis=1) == 1)
+    assert find_onehot_blocks(bunch.data) == blocks
 
 
 @pytest.mark.parametrize("drop_missing", [True, False])

@@ -87,17 +87,21 @@ def simulate(cell, seed):
 def estimator(cell, **params):
     from skdpvi import DPBayesianLogisticRegression
 
+    factor = params.pop("_lr_factor", None)  # times the default learning_rate_scale
+    if factor is not None:
+        params["learning_rate_scale"] = factor * np.sqrt(CELLS[cell][1] + 1)
+
     return DPBayesianLogisticRegression(epsilon=CELLS[cell][4], prior_scale=prior_scale(cell),
                                         onehot_blocks=BLOCKS.get(cell), **params)
 
 
-def _chunk(cell, seeds):
+def _chunk(cell, seeds, run_params):
     import torch
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     sims = [simulate(_rule_cell(cell), s) for s in seeds]
-    fitted = estimator(cell)._fit_batch([(X, y) for _, X, y in sims], seeds)
+    fitted = estimator(cell, **run_params)._fit_batch([(X, y) for _, X, y in sims], seeds)
     return [{"seed": s, "theta": theta, "result": est.dpvi_result_}
             for s, est, (theta, _, _) in zip(seeds, fitted, sims)]
 
@@ -107,14 +111,23 @@ def run(args):
     suffix = "" if args.first_seed == 5000 else f"_from{args.first_seed}"
     for cell in args.cells:
         parts = Parallel(n_jobs=args.n_jobs)(
-            delayed(_chunk)(cell, seeds[i:i + 25]) for i in range(0, len(seeds), 25))
-        with open(os.path.join(args.cache, f"release_{cell}{suffix}.pkl"), "wb") as f:
+            delayed(_chunk)(cell, seeds[i:i + 25], args.run_params)
+            for i in range(0, len(seeds), 25))
+        name = f"release_{_tagged(cell, args.tag)}{suffix}.pkl"
+        with open(os.path.join(args.cache, name), "wb") as f:
             pickle.dump([r for part in parts for r in part], f)
         print(cell, "done", flush=True)
 
 
+def _tagged(cell, tag):
+    """A cell's name in the cache and the JSON: ``cell`` or ``cell@tag`` for runs with
+    ``--set`` parameters."""
+    return f"{cell}@{tag}" if tag else cell
+
+
 def load(cache, cell):
-    """Every cached release of ``cell`` (all seed ranges), in the order of the seeds."""
+    """Every cached release of ``cell`` (a tagged name included; all seed ranges), in the
+    order of the seeds."""
     import glob
 
     rows = []
@@ -325,7 +338,7 @@ def _relative_drift(result, p):
     return float(drift @ x_bar / (x_bar @ x_bar))
 
 
-def _posterior(cell, row, params, n_draws=1000):
+def _posterior(cell, row, params, run_params, n_draws=1000):
     from sklearn.base import clone
 
     params = dict(params)
@@ -333,7 +346,7 @@ def _posterior(cell, row, params, n_draws=1000):
     max_drift = params.pop("_max_drift", None)  # matched only below this relative drift
     no_matched = params.pop("_no_matched", False)  # the fallback instead of matching
     _, X, y = simulate(_rule_cell(cell), row["seed"])
-    est = clone(estimator(cell)).set_params(random_state=row["seed"], **params)
+    est = clone(estimator(cell, **run_params)).set_params(random_state=row["seed"], **params)
     X_checked, _ = est._fit_inputs(X, y)
     seeds = est._fit_seeds()
     settings = est._engine_settings(X.shape[0], X.shape[1], X_checked, seeds.engine)
@@ -353,11 +366,11 @@ def _posterior(cell, row, params, n_draws=1000):
     return est.sample_posterior(n_draws, random_state=0), getattr(est, "error_model_", None), choice
 
 
-def _evaluate_chunk(cell, rows, name):
+def _evaluate_chunk(cell, rows, name, run_params):
     warnings.simplefilter("ignore")
     params, context = VARIANTS[name]
     with (context() if context else contextlib.nullcontext()):
-        return [_posterior(cell, r, params) for r in rows]
+        return [_posterior(cell, r, params, run_params) for r in rows]
 
 
 def score(draws, theta, refs):
@@ -389,15 +402,16 @@ def evaluate(args):
         with open(out) as f:
             payload.update(json.load(f))
     for cell in args.cells:
-        rows = load(args.cache, cell)[:args.max_sim]
+        rows = load(args.cache, _tagged(cell, args.tag))[:args.max_sim]
         K, p = len(rows), len(rows[0]["theta"])
         theta = np.array([r["theta"] for r in rows])
         refs = prior_scale(cell) * np.random.default_rng(12345).standard_normal((K, p))
-        payload["cells"][cell] = {"design": CELLS[cell], "n_sim": K, "floor": rmse_floor(K),
-                                  "onehot_blocks": BLOCKS.get(cell)}
+        key = _tagged(cell, args.tag)
+        payload["cells"][key] = {"design": CELLS[cell], "n_sim": K, "floor": rmse_floor(K),
+                                 "onehot_blocks": BLOCKS.get(cell), "run_params": args.run_params}
         for name in args.variants:
             parts = Parallel(n_jobs=args.n_jobs)(
-                delayed(_evaluate_chunk)(cell, rows[i:i + 50], name)
+                delayed(_evaluate_chunk)(cell, rows[i:i + 50], name, args.run_params)
                 for i in range(0, K, 50))
             fits = [f for part in parts for f in part]
             draws = np.array([f[0] for f in fits])
@@ -405,14 +419,24 @@ def evaluate(args):
             row["fraction_matched"] = float(np.mean([f[1] == "dense_matched" for f in fits]))
             row["error_models"] = {m: float(np.mean([f[1] == m for f in fits]))
                                    for m in sorted({str(f[1]) for f in fits})}
-            payload["variants"].setdefault(name, {})[cell] = row
-            print(f"{cell:<8} {name:<28} TARP {row['tarp_posterior']:.3f} "
+            payload["variants"].setdefault(name, {})[key] = row
+            print(f"{key:<8} {name:<28} TARP {row['tarp_posterior']:.3f} "
                   f"+- {row['tarp_posterior_se']:.3f} / {row['tarp_prior']:.3f} "
                   f"+- {row['tarp_prior_se']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
                   f"{row['coverage_90'][1]:.2f}, z sd {row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, "
                   f"ellipsoids {row['ellipsoid_90']:.2f}, radial z {row['radial_z'][0]:+.2f} "
                   f"({row['radial_z'][1]:.2f}), matched {row['fraction_matched']:.2f}", flush=True)
     save(args.save, payload)
+
+
+def _value(text):
+    """A ``--set`` value: a number where it parses as one, else the string."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def main():
@@ -428,7 +452,15 @@ def main():
     parser.add_argument("--variants", nargs="+", default=["default"], choices=list(VARIANTS))
     parser.add_argument("--save", default="ablation_logistic_release_cache")
     parser.add_argument("--fresh", action="store_true", help="do not merge into the saved JSON")
+    parser.add_argument("--set", nargs="+", default=[], metavar="PARAM=VALUE",
+                        help="estimator parameters of the DP-SGD runs (and of their "
+                             "post-processing); needs --tag")
+    parser.add_argument("--tag", default=None,
+                        help="name of the --set runs: cached and saved as cell@tag")
     args = parser.parse_args()
+    if bool(args.set) != bool(args.tag):
+        parser.error("--set and --tag go together")
+    args.run_params = {k: _value(v) for k, v in (item.split("=", 1) for item in args.set)}
     os.makedirs(args.cache, exist_ok=True)
     (run if args.command == "run" else evaluate)(args)
 

@@ -92,6 +92,20 @@ def _categories(drop_missing):
     return cats
 
 
+def _onehot_blocks(drop_missing):
+    """Column indices of the complete one-hot groups (exactly one 1 in every row).
+
+    From the fixed schema, never the rows. With ``drop_missing=False`` a missing
+    workclass or occupation is an all-zero group, so those two are not complete.
+    """
+    blocks, start = [], len(CONTINUOUS_BOUNDS)
+    for column, cats in _categories(drop_missing).items():
+        if drop_missing or column not in ("workclass", "occupation"):
+            blocks.append(list(range(start, start + len(cats))))
+        start += len(cats)
+    return blocks
+
+
 def _feature_names(drop_missing):
     names = list(CONTINUOUS_BOUNDS)
     for column, cats in _categories(drop_missing).items():
@@ -290,6 +304,12 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
         feature_names : list of str
             Continuous column names, then one-hot columns named
             ``"<column>_<category>"``; with ``raw=True`` the original columns.
+        onehot_blocks : list of list of int
+            Not with ``raw=True``: the column indices of each one-hot group with
+            exactly one 1 in every row (all six with ``drop_missing=True``; without
+            workclass and occupation, whose missing values are all-zero rows,
+            otherwise), from the public schema. Pass it as the estimators'
+            ``onehot_blocks``.
         target_names : list of str
             ``["<=50K", ">50K"]``.
         frame : DataFrame
@@ -317,6 +337,8 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
     >>> bunch = load_adult(subset="test")
     >>> bunch.data.shape, bunch.target_names
     ((15060, 56), ['<=50K', '>50K'])
+    >>> [len(block) for block in bunch.onehot_blocks]
+    [7, 16, 7, 14, 5, 2]
     >>> X_raw, y_raw = load_adult(raw=True, as_frame=True, return_X_y=True)
     >>> X_raw.shape, y_raw.iloc[0]
     ((30162, 14), '<=50K')
@@ -359,6 +381,7 @@ def load_adult(*, subset="train", return_X_y=False, as_frame=False, drop_missing
         target=y,
         frame=frame,
         feature_names=feature_names,
+        onehot_blocks=_onehot_blocks(bool(drop_missing)),
         target_names=list(TARGET_NAMES),
         DESCR=DESCR,
     )

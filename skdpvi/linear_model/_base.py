@@ -37,9 +37,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..dpvi import run_dpvi, run_dpvi_batched
+from ..exceptions import IdentifiabilityWarning
 from ..noise_aware import (FlatPriorComponents, onehot_flat_directions, sample_phi_star,
                            statistics_posterior)
-from ..noise_aware.flat_directions import check_onehot_rows, validate_onehot_blocks
+from ..noise_aware.flat_directions import (check_onehot_rows, find_onehot_blocks,
+                                           validate_onehot_blocks)
 from ..noise_aware.statistics_sampling import NoValidDraws
 from ..posterior import NoiseAwarePosterior
 from ._reporting import _describe_diagnostics, _progress
@@ -102,8 +104,36 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                 f"Found n_samples={X.shape[0]}: one sample cannot be fitted; "
                 "at least 2 are needed."
             )
-        check_onehot_rows(X, self._onehot_blocks(X.shape[1]))
+        declared = self._onehot_blocks(X.shape[1])
+        check_onehot_rows(X, declared)
+        self._warn_undeclared_onehot(X, declared)
         return X, y
+
+    def _warn_undeclared_onehot(self, X, declared):
+        """Warn when X holds complete one-hot blocks that ``onehot_blocks`` leaves out.
+
+        Beside the intercept (or beside a second block) such a block leaves the
+        likelihood flat along one direction, which only a declared block gets right
+        (:mod:`skdpvi.noise_aware.flat_directions`). An input check shown to whoever
+        runs ``fit``, who holds the data; nothing of it is stored.
+        """
+        skip = [j for block in declared for j in block.tolist()]
+        found = find_onehot_blocks(X, skip=skip)
+        if not found or (not self.fit_intercept and len(found) + len(declared) < 2):
+            return
+        shown = ", ".join(f"[{b[0]}, ..., {b[-1]}]" if len(b) > 4 else str(b)
+                          for b in found[:4]) + (", ..." if len(found) > 4 else "")
+        suggestion = [block.tolist() for block in declared] + found
+        suggestion = str(suggestion) if len(str(suggestion)) <= 120 else "[...]"
+        warnings.warn(
+            f"Columns {shown} of X are 0/1 with exactly one 1 in every row (complete "
+            "one-hot encodings) but are not in onehot_blocks. Beside the intercept the "
+            "likelihood is flat along each block's sum, DP-SGD's trace random-walks "
+            "there, and the credible intervals of the block's coefficients and of the "
+            "intercept can be far off. If the columns come from a public schema, "
+            f"declare them: onehot_blocks={suggestion}. (An input check: this warning "
+            "is shown to whoever runs fit; nothing of it is stored in the estimator.)",
+            IdentifiabilityWarning, stacklevel=5)
 
     def _onehot_blocks(self, n_features):
         """``onehot_blocks`` as a list of int arrays, validated against n_features."""

@@ -57,7 +57,7 @@ order: ``("emcee", "exact", "laplace", "last_iterate")`` unless more are registe
 from .backends import CoordinatewiseStretchMove, backend_names, register_backend
 from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
-from .flat_directions import FlatPriorComponents, onehot_flat_directions
+from .flat_directions import FlatPriorComponents, find_onehot_blocks, onehot_flat_directions
 from .extrapolation import uncertain_extrapolation
 from .diagonal_matching import matched_curvature
 from .linear_response import (linear_response_posterior, mean_field_curvature,
@@ -84,6 +84,7 @@ __all__ = [
     "logistic_wander_width",
     "remove_wander_bias",
     "onehot_flat_directions",
+    "find_onehot_blocks",
     "FlatPriorComponents",
     "recording_step_matrix",
     "correlation_step_matrix",

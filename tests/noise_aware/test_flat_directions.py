@@ -8,7 +8,9 @@ import pytest
 from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression
 from skdpvi.models.components import (GaussianComponents, MeanFieldComponents,
                                       NormalInverseGammaComponents)
-from skdpvi.noise_aware import FlatPriorComponents, onehot_flat_directions
+from skdpvi.exceptions import IdentifiabilityWarning
+from skdpvi.noise_aware import FlatPriorComponents, find_onehot_blocks, onehot_flat_directions
+from skdpvi.noise_aware import flat_directions as flat_module
 
 
 def _rows(n, rng, n_gaussian=2, blocks=(3, 4)):
@@ -138,3 +140,58 @@ def test_linear_estimator_gives_the_prior_along_the_blocks_given_sigma():
     again = pickle.loads(pickle.dumps(flat))
     np.testing.assert_array_equal(again.sample_posterior(5, random_state=1),
                                   flat.sample_posterior(5, random_state=1))
+
+
+def test_find_onehot_blocks_finds_complete_encodings_only():
+    rng = np.random.default_rng(5)
+    X = _rows(500, rng, n_gaussian=2, blocks=(3, 4, 2))  # columns 2-4, 5-8, 9-10
+    assert find_onehot_blocks(X) == [[2, 3, 4], [5, 6, 7, 8], [9, 10]]
+    # a dropped category (reference coding) leaves no flat direction: no block
+    assert find_onehot_blocks(np.delete(X, [2, 9], axis=1)) == [[4, 5, 6, 7]]
+    # declared columns are skipped; the rest is still found
+    assert find_onehot_blocks(X, skip=[5, 6, 7, 8]) == [[2, 3, 4], [9, 10]]
+    # binary columns that are not exclusive, or not exhaustive, are no block
+    binary = (rng.random((500, 3)) < 0.5).astype(float)
+    assert find_onehot_blocks(binary) == []
+    assert find_onehot_blocks(np.c_[binary[:, :1], 1.0 - binary[:, :1]]) == [[0, 1]]
+    # a column of ones is a block of one; an all-zero column inside a block belongs to it
+    assert find_onehot_blocks(np.c_[X[:, :2], np.ones(500)]) == [[2]]
+    assert find_onehot_blocks(np.c_[np.zeros(500), X[:, 2:5]]) == [[0, 1, 2, 3]]
+
+
+def test_find_onehot_blocks_checks_every_row_and_reads_sparse_input(monkeypatch):
+    from scipy import sparse
+
+    rng = np.random.default_rng(6)
+    X = _rows(300, rng, n_gaussian=1, blocks=(3,))
+    monkeypatch.setattr(flat_module, "_SCAN_ROWS", 50)
+    monkeypatch.setattr(flat_module, "_CHECK_ROWS", 64)
+    assert find_onehot_blocks(X) == [[1, 2, 3]]
+    broken = X.copy()
+    broken[250, 1:4] = 0.0  # a row past the scanned ones, in the fourth chunk
+    assert find_onehot_blocks(broken) == []
+    assert find_onehot_blocks(sparse.csr_matrix(X)) == [[1, 2, 3]]
+
+
+@pytest.mark.parametrize("estimator", [DPBayesianLogisticRegression, DPBayesianLinearRegression])
+def test_fit_warns_about_undeclared_onehot_blocks_and_stores_nothing(estimator):
+    import warnings
+
+    X, y = _one_hot_data(400)  # columns 3-6 are one block
+    if estimator is DPBayesianLinearRegression:
+        y = 0.5 * X[:, 0] + 0.3 * X[:, 4]
+    kwargs = dict(max_iter=100, random_state=0)
+    with pytest.warns(IdentifiabilityWarning, match=r"onehot_blocks=\[\[3, 4, 5, 6\]\]"):
+        est = estimator(**kwargs).fit(X, y)
+    assert "3, 4, 5, 6" not in repr(est.__dict__)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Columns .* one-hot")
+        estimator(onehot_blocks=[[3, 4, 5, 6]], **kwargs).fit(X, y)
+        # without an intercept one block is the intercept's column: nothing is flat
+        estimator(fit_intercept=False, **kwargs).fit(X, y)
+    # without an intercept, a second block makes a flat direction again
+    X2 = np.c_[X, np.eye(2)[np.arange(len(X)) % 2]]
+    with pytest.warns(IdentifiabilityWarning, match=r"\[\[3, 4, 5, 6\], \[7, 8\]\]"):
+        estimator(fit_intercept=False, **kwargs).fit(X2, y)
+    with pytest.warns(IdentifiabilityWarning, match=r"onehot_blocks=\[\[3, 4, 5, 6\], \[7, 8\]\]"):
+        estimator(fit_intercept=False, onehot_blocks=[[3, 4, 5, 6]], **kwargs).fit(X2, y)
