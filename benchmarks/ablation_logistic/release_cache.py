@@ -95,13 +95,32 @@ def estimator(cell, **params):
                                         onehot_blocks=BLOCKS.get(cell), **params)
 
 
+def _burn_in_steps(factor):
+    """The means' step times ``factor`` before burn-in (``run_dpvi``'s ``step_scales``;
+    the recording window's steps unchanged), for every fit in the process."""
+    from skdpvi import DPBayesianLogisticRegression as cls
+
+    original = cls._engine_settings
+
+    def settings(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        p = out.engine["model"].n_params
+        out.engine["step_scales"] = (np.r_[np.full(p, float(factor)), np.ones(p)], 1.0)
+        return out
+
+    return _patched((cls, "_engine_settings", settings))
+
+
 def _chunk(cell, seeds, run_params):
     import torch
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     sims = [simulate(_rule_cell(cell), s) for s in seeds]
-    fitted = estimator(cell, **run_params)._fit_batch([(X, y) for _, X, y in sims], seeds)
+    run_params = dict(run_params)
+    factor = run_params.pop("_burn_in_factor", None)
+    with (_burn_in_steps(factor) if factor else contextlib.nullcontext()):
+        fitted = estimator(cell, **run_params)._fit_batch([(X, y) for _, X, y in sims], seeds)
     return [{"seed": s, "theta": theta, "result": est.dpvi_result_}
             for s, est, (theta, _, _) in zip(seeds, fitted, sims)]
 
@@ -346,6 +365,7 @@ def _posterior(cell, row, params, run_params, n_draws=1000):
     max_drift = params.pop("_max_drift", None)  # matched only below this relative drift
     no_matched = params.pop("_no_matched", False)  # the fallback instead of matching
     _, X, y = simulate(_rule_cell(cell), row["seed"])
+    run_params = {k: v for k, v in run_params.items() if k != "_burn_in_factor"}
     est = clone(estimator(cell, **run_params)).set_params(random_state=row["seed"], **params)
     X_checked, _ = est._fit_inputs(X, y)
     seeds = est._fit_seeds()
