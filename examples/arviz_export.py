@@ -56,6 +56,15 @@ def public_preprocessor():
     ).set_output(transform="pandas")  # the classifier sees the column names
 
 
+def onehot_blocks():
+    """The one-hot groups' columns in the preprocessor's output (public schema)."""
+    blocks, start = [], len(ADULT_CONTINUOUS_BOUNDS)
+    for categories in ADULT_CATEGORIES.values():
+        blocks.append(list(range(start, start + len(categories))))
+        start += len(categories)
+    return blocks
+
+
 def main(quick=False):
     X, y = load_adult(raw=True, as_frame=True, return_X_y=True)
     if quick:  # a smoke run for the test suite
@@ -68,7 +77,8 @@ def main(quick=False):
         # model, which is computed exactly): its chains go to ArviZ below
         DPBayesianLogisticRegression(epsilon=1.0, delta=1e-5, clip_norm=11.0,
                                      inference="emcee", max_iter=500 if quick else 10_000,
-                                     random_state=0, verbose=1),
+                                     onehot_blocks=onehot_blocks(), random_state=0,
+                                     verbose=1),
     ).fit(X, y)
     clf = pipe[-1]
     print(f"epsilon spent: {clf.epsilon_:.4f} (delta={clf.delta_:g})")

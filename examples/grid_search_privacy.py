@@ -38,7 +38,8 @@ from skdpvi.plotting import plot_calibration  # noqa: E402
 
 def main(quick=False):
     start = time.perf_counter()
-    X_train, y_train = load_adult(subset="train", return_X_y=True)
+    train = load_adult(subset="train")
+    X_train, y_train = train.data, train.target
     X_test, y_test = load_adult(subset="test", return_X_y=True)
     if quick:  # a smoke run: random subsets of the rows, few DP-SGD steps
         rng = np.random.default_rng(0)
@@ -52,7 +53,8 @@ def main(quick=False):
 
     search = GridSearchCV(
         DPBayesianLogisticRegression(
-            delta=1e-5, max_iter=steps, inference="exact", random_state=0
+            delta=1e-5, max_iter=steps, inference="exact",
+            onehot_blocks=train.onehot_blocks, random_state=0,
         ),
         param_grid={"epsilon": [0.5, 1.0], "clip_norm": [3.0, 11.0]},
         scoring={
