@@ -52,7 +52,12 @@ HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
            # after rho05ps2 failed: its correlation without the wide prior, and the
            # wide prior on more, uncorrelated features
            "rho05d8": ("gaussian", 8, 3000, 0.5, 1.0, 1.0),
-           "d10ps2": ("gaussian", 10, 5000, 0.0, 1.0, 2.0)}
+           "d10ps2": ("gaussian", 10, 5000, 0.0, 1.0, 2.0),
+           # twenty-sixth session, after the learning-rate probe on the prior-2-3 cells:
+           # a prior between 1 and the matching bound, and a wide prior at epsilon 0.5
+           "d8ps15": ("gaussian", 8, 5000, 0.0, 1.0, 1.5),
+           "d6ps25": ("gaussian", 6, 3000, 0.0, 0.5, 2.5),
+           "rho03d12ps2": ("gaussian", 12, 8000, 0.3, 0.3, 2.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
@@ -318,8 +323,27 @@ def _shrunk_intensity(effective_relaxations):
 
 
 #: name: (set_params, context manager or None)
+def _curvature_uncertainty(c, mode="shift"):
+    """The dense models' optimum extrapolated with the window curvature's own sampling
+    error drawn (``linear_response_posterior(curvature_uncertainty=c)``, twentieth
+    session; not an estimator option)."""
+    dense = _dense()
+    original = dense.linear_response_posterior
+
+    def posterior(stats, **kw):
+        kw.update(curvature_uncertainty=c, curvature_mode=mode)
+        return original(stats, **kw)
+
+    return _patched((dense, "linear_response_posterior", posterior))
+
+
 VARIANTS = {
     "default": ({}, None),
+    **{f"default_kunc{c:g}{m}": ({}, lambda c=c, m=m: _curvature_uncertainty(c, m))
+       for c in (1.0, 2.0) for m in ("shift", "posterior")},
+    **{f"dense_kunc{c:g}{m}": ({"error_model": "dense"},
+                               lambda c=c, m=m: _curvature_uncertainty(c, m))
+       for c in (1.0, 2.0) for m in ("shift", "posterior")},
     "previous_default": ({}, lambda: _auto_fallback("dense", np.inf)),
     "default_without_prior_bound": ({}, lambda: _auto_fallback("dense_shrunk", np.inf)),
     **{f"default_shrunk_er{c:g}": ({}, lambda c=c: _shrunk_intensity(c)) for c in (2.0, 4.0)},
