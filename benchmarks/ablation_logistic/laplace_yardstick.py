@@ -74,6 +74,11 @@ def main():
                 print(line)
         return
     payload = {"cells": {}}
+    out = os.path.join(os.path.dirname(HERE), "results", "ablation_logistic_laplace_yardstick.json")
+    if os.path.exists(out):  # add to the cells kept
+        import json
+        with open(out) as f:
+            payload["cells"].update(json.load(f).get("cells", {}))
     for cell in args.cells:
         rng = np.random.default_rng(0)
         draws, thetas = [], []
