@@ -96,7 +96,8 @@ def estimator(cell, **params):
     if factor is not None:
         params["learning_rate_scale"] = factor * np.sqrt(CELLS[cell][1] + 1)
 
-    return DPBayesianLogisticRegression(epsilon=CELLS[cell][4], prior_scale=prior_scale(cell),
+    params.setdefault("prior_scale", prior_scale(cell))  # --set can state another
+    return DPBayesianLogisticRegression(epsilon=CELLS[cell][4],
                                         onehot_blocks=BLOCKS.get(cell), **params)
 
 

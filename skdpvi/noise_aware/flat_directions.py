@@ -103,8 +103,9 @@ def find_onehot_blocks(X, skip=()):
     A block is one or more adjacent columns, all 0 or 1, with exactly one 1 in every
     row: what :class:`~sklearn.preprocessing.OneHotEncoder` (without ``drop``) or
     ``pandas.get_dummies`` make of a categorical feature, and exactly the columns
-    :func:`onehot_flat_directions` needs (one column of ones is a block of one). Blocks are searched left to right, each as
-    short as it can be; columns in ``skip`` (blocks already declared) are in none.
+    :func:`onehot_flat_directions` needs (one column of ones is a block of one).
+    Blocks are searched left to right, each as short as it can be; columns in
+    ``skip`` (blocks already declared) are in none.
     Candidates come from the first rows and are then checked on every row in chunks,
     so a large or memory-mapped X is read once in the candidates' columns only.
 
