@@ -68,20 +68,6 @@ def validate_onehot_blocks(blocks, n_features):
     return out
 
 
-def check_onehot_rows(X, blocks):
-    """Raise a ValueError unless every block's columns of X are 0/1 with one 1 per row.
-
-    An input check, like the check for NaN: a fit that fails it releases nothing.
-    """
-    for block in blocks:
-        part = X[:, block]
-        part = part.toarray() if hasattr(part, "toarray") else np.asarray(part)
-        if not (np.isin(part, (0, 1)).all() and (part.sum(1) == 1).all()):
-            raise ValueError(
-                f"onehot_blocks: columns {block.tolist()} of X must be 0 or 1 with "
-                "exactly one 1 in every row (a one-hot encoding of all categories).")
-
-
 def _rows(X, start, stop, columns=None):
     """Rows ``start:stop`` of X (dense, sparse or memmapped) as a dense array."""
     part = X[start:stop] if columns is None else X[start:stop][:, columns]
@@ -95,6 +81,18 @@ def _is_onehot(X, columns):
         if not (np.isin(part, (0, 1)).all() and (part.sum(1) == 1).all()):
             return False
     return True
+
+
+def check_onehot_rows(X, blocks):
+    """Raise a ValueError unless every block's columns of X are 0/1 with one 1 per row.
+
+    An input check, like the check for NaN: a fit that fails it releases nothing.
+    """
+    for block in blocks:
+        if not _is_onehot(X, block):
+            raise ValueError(
+                f"onehot_blocks: columns {block.tolist()} of X must be 0 or 1 with "
+                "exactly one 1 in every row (a one-hot encoding of all categories).")
 
 
 def find_onehot_blocks(X, skip=()):
