@@ -127,10 +127,10 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         suggestion = str(suggestion) if len(str(suggestion)) <= 120 else "[...]"
         warnings.warn(
             f"Columns {shown} of X are 0/1 with exactly one 1 in every row (complete "
-            "one-hot encodings) but are not in onehot_blocks. Beside the intercept the "
-            "likelihood is flat along each block's sum, DP-SGD's trace random-walks "
-            "there, and the credible intervals of the block's coefficients and of the "
-            "intercept can be far off. If the columns come from a public schema, "
+            "one-hot encodings) but are not in onehot_blocks. Beside the intercept (or "
+            "another block) the likelihood is flat along each block's sum, DP-SGD's "
+            "trace random-walks there, and the credible intervals of the block's "
+            "coefficients and of the intercept can be far off. If the columns come from a public schema, "
             f"declare them: onehot_blocks={suggestion}. (An input check: this warning "
             "is shown to whoever runs fit; nothing of it is stored in the estimator.)",
             IdentifiabilityWarning, stacklevel=5)
