@@ -36,6 +36,24 @@ from skdpvi.models.statistics import vech_indices  # noqa: E402
 from feedback_bias import simulate  # noqa: E402
 
 
+def scale_rows_level(statistics, result):
+    """The features' mean diagonal of X^T X as the coefficients' scale rows alone
+    estimate it (their regression has a known intercept, so the trace's feedback does
+    not bias it), and its standard error: precision-weighted over the features."""
+    from skdpvi.noise_aware.statistics import _trace_regression
+
+    phi, target, precision = _trace_regression(result, statistics)
+    parts = statistics._parts(phi)
+    p, n_params = statistics.p, statistics.model.n_params
+    features = np.arange(p - 1) if statistics.model.fit_intercept else np.arange(p)
+    ws = parts["w_scale"][:, features]
+    wy = (target - parts["r"])[:, n_params + features]
+    info = precision[n_params + features] * (ws**2).sum(0)
+    values = precision[n_params + features] * (ws * wy).sum(0) / info
+    weights = info / info.sum()
+    return float(weights @ values), float(1 / np.sqrt(info.sum()))
+
+
 def one(seed, d, n, epsilon):
     X, y, theta, var = simulate(seed, d, n)
     est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed)
@@ -54,11 +72,14 @@ def one(seed, d, n, epsilon):
     step = n_window * result.learning_rate[:d] * result.sampling_rate
     true_relax = step * (X * X).sum(0) / var
     eta = est.inference_diagnostics_.get("eta_mean")
-    est_relax = (step * eta[diagonal] * np.mean(1 / draws[:, -1])
-                 if eta is not None else np.full(d, np.nan))
+    inv_var = np.mean(1 / draws[:, -1])
+    est_relax = (step * eta[diagonal] * inv_var if eta is not None else np.full(d, np.nan))
+    level, level_sd = scale_rows_level(settings.engine["model"].data_statistics(n), result)
     return dict(z_rms=float(np.sqrt(np.mean(z[:-1] ** 2))),
                 relax_true=float(np.median(true_relax)),
                 relax_release=float(np.median(est_relax)),
+                relax_scale_rows=float(np.median(step) * level * inv_var),
+                relax_scale_rows_sd=float(np.median(step) * level_sd * inv_var),
                 warned=sorted({type(w.message).__name__ for w in caught
                                if issubclass(w.category, Warning)}))
 
@@ -84,7 +105,9 @@ def main():
         cells.append(cell)
         print(f"d={d:2d} N={n:5d} eps={eps:<4} z rms {cell['z_rms_pooled']:.2f} "
               f"(fits {min(z_rms):.2f}-{max(z_rms):.2f}) relaxations true "
-              f"{cell['relax_true']:.0f} release {cell['relax_release']:.0f}; warned "
+              f"{cell['relax_true']:.0f} release {cell['relax_release']:.0f} scale rows "
+              f"{np.median([f['relax_scale_rows'] for f in fits]):.0f} "
+              f"({np.median([f['relax_scale_rows_sd'] for f in fits]):.0f}); warned "
               f"{sum(bool(f['warned']) for f in fits)}/{len(fits)} "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
     with open(args.out, "w") as fh:

@@ -14,6 +14,11 @@ references, 90 % coordinate coverage, z-score sds, 90 % ellipsoids and the radia
 z-score (along the truth's direction). Post-processing takes milliseconds per fit,
 so a variant costs seconds per cell instead of a DP-SGD run. ``--first-seed`` adds
 seeds to a cell's cache (``evaluate`` reads every range; ``--max-sim`` keeps the first).
+``--set`` takes estimator parameters and three engine variants: ``_lr_factor`` (the
+learning-rate scale times the default's), ``_burn_in_factor`` (the means' step that
+much larger before burn-in) and ``_anneal`` (the means' step ``c^(1 - t / t_end)``
+times the default before three quarters of the burn-in; results page, "Two steps that
+follow the release").
 
 Run::
 
@@ -117,6 +122,39 @@ def _burn_in_steps(factor):
     return _patched((cls, "_engine_settings", settings))
 
 
+def _annealed_burn_in(start, flat=0.25):
+    """The means' step times ``start ** (1 - t / t_end)`` at step t before ``t_end``
+    (``burn_in`` less its last ``flat`` fraction), the default step from there on, for
+    every fit in the process: the released gradient's means part is scaled as the step
+    uses it (a prototype; the recording window is untouched)."""
+    from skdpvi.dpvi import loop
+
+    descend = loop._Engine.descend
+
+    def annealed(self, phi, draw_block, progress=None):
+        t_end = int(self.settings["burn_in"] * (1.0 - flat))
+        p, state = self.model.n_params, {"t": 0}
+
+        def block(n_block):
+            noise, step = draw_block(n_block)
+
+            def scaled_step(j, phi_j):
+                clipped_sum, norms, mask = step(j, phi_j)
+                t = state["t"]
+                state["t"] += 1
+                if t < t_end:
+                    m = float(start) ** (1.0 - t / t_end)
+                    clipped_sum = clipped_sum.clone()
+                    clipped_sum[..., :p] *= m
+                    noise[j][..., :p] *= m
+                return clipped_sum, norms, mask
+            return noise, scaled_step
+
+        return descend(self, phi, block, progress)
+
+    return _patched((loop._Engine, "descend", annealed))
+
+
 def _chunk(cell, seeds, run_params):
     import torch
 
@@ -125,7 +163,9 @@ def _chunk(cell, seeds, run_params):
     sims = [simulate(_rule_cell(cell), s) for s in seeds]
     run_params = dict(run_params)
     factor = run_params.pop("_burn_in_factor", None)
-    with (_burn_in_steps(factor) if factor else contextlib.nullcontext()):
+    anneal = run_params.pop("_anneal", None)
+    with (_burn_in_steps(factor) if factor else contextlib.nullcontext()), \
+            (_annealed_burn_in(anneal) if anneal else contextlib.nullcontext()):
         fitted = estimator(cell, **run_params)._fit_batch([(X, y) for _, X, y in sims], seeds)
     return [{"seed": s, "theta": theta, "result": est.dpvi_result_}
             for s, est, (theta, _, _) in zip(seeds, fitted, sims)]
@@ -390,7 +430,7 @@ def _posterior(cell, row, params, run_params, n_draws=1000):
     max_drift = params.pop("_max_drift", None)  # matched only below this relative drift
     no_matched = params.pop("_no_matched", False)  # the fallback instead of matching
     _, X, y = simulate(_rule_cell(cell), row["seed"])
-    run_params = {k: v for k, v in run_params.items() if k != "_burn_in_factor"}
+    run_params = {k: v for k, v in run_params.items() if k not in ("_burn_in_factor", "_anneal")}
     est = clone(estimator(cell, **run_params)).set_params(random_state=row["seed"], **params)
     X_checked, _ = est._fit_inputs(X, y)
     seeds = est._fit_seeds()
