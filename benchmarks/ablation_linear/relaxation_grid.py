@@ -9,6 +9,8 @@ per fit:
   (``n_window * lr_j * kappa * (X^T X)_jj / sigma^2``) and as the release estimates
   it (the posterior mean of the diagonal of X^T X, ``inference_diagnostics_["eta_mean"]``,
   and of 1 / sigma^2), median over the features;
+- the same count as the scale rows alone read it (the package's check,
+  ``skdpvi.linear_model._release_checks.window_relaxations``; the fit warns below 25);
 - whether the fit warned (IdentifiabilityWarning / ConvergenceWarning).
 
 Writes ``results/relaxation_grid.json``. Results: doc/results.rst, "Small data at
@@ -32,26 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from skdpvi import DPBayesianLinearRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi  # noqa: E402
+from skdpvi.linear_model._release_checks import window_relaxations  # noqa: E402
 from skdpvi.models.statistics import vech_indices  # noqa: E402
 from feedback_bias import simulate  # noqa: E402
-
-
-def scale_rows_level(statistics, result):
-    """The features' mean diagonal of X^T X as the coefficients' scale rows alone
-    estimate it (their regression has a known intercept, so the trace's feedback does
-    not bias it), and its standard error: precision-weighted over the features."""
-    from skdpvi.noise_aware.statistics import _trace_regression
-
-    phi, target, precision = _trace_regression(result, statistics)
-    parts = statistics._parts(phi)
-    p, n_params = statistics.p, statistics.model.n_params
-    features = np.arange(p - 1) if statistics.model.fit_intercept else np.arange(p)
-    ws = parts["w_scale"][:, features]
-    wy = (target - parts["r"])[:, n_params + features]
-    info = precision[n_params + features] * (ws**2).sum(0)
-    values = precision[n_params + features] * (ws * wy).sum(0) / info
-    weights = info / info.sum()
-    return float(weights @ values), float(1 / np.sqrt(info.sum()))
 
 
 def one(seed, d, n, epsilon):
@@ -74,12 +59,13 @@ def one(seed, d, n, epsilon):
     eta = est.inference_diagnostics_.get("eta_mean")
     inv_var = np.mean(1 / draws[:, -1])
     est_relax = (step * eta[diagonal] * inv_var if eta is not None else np.full(d, np.nan))
-    level, level_sd = scale_rows_level(settings.engine["model"].data_statistics(n), result)
+    # the package's check: the scale rows' pooled diagonal, which the feedback does not bias
+    scale_rows, scale_rows_sd = window_relaxations(
+        settings.engine["model"].data_statistics(n), result, inv_var)
     return dict(z_rms=float(np.sqrt(np.mean(z[:-1] ** 2))),
                 relax_true=float(np.median(true_relax)),
                 relax_release=float(np.median(est_relax)),
-                relax_scale_rows=float(np.median(step) * level * inv_var),
-                relax_scale_rows_sd=float(np.median(step) * level_sd * inv_var),
+                relax_scale_rows=float(scale_rows), relax_scale_rows_sd=float(scale_rows_sd),
                 warned=sorted({type(w.message).__name__ for w in caught
                                if issubclass(w.category, Warning)}))
 

@@ -106,7 +106,10 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         exact wherever DP-SGD's wander takes the trace, so the wander biases nothing.
         With little data at a small epsilon (10 features, 300-500 rows at epsilon
         0.3; 20 features up to 1,000) the trace identifies X^T X with an upward bias
-        and the intervals are too narrow, usually without a warning (results page,
+        and the intervals are too narrow; the fit warns
+        (:class:`~sklearn.exceptions.ConvergenceWarning`) when the recording window
+        holds fewer than 25 relaxation times of the coefficients, as the release
+        reads it (``inference_diagnostics_["window_relaxations"]``; results page,
         "Small data at small epsilon"). At most 60 features (its cost grows as the
         fourth power of their number or faster: 33 s and 1.9 GB at 60; wider data
         raise before the private run). The others are the paper's gradient model of
@@ -158,6 +161,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         ``clip_norm="auto"``) the fit warns too: scale the features with public values.
         ``inference_diagnostics_["target_scale"]`` is the target's; more than 4 times
         what the priors predict, or under a quarter of their noise sd, warns too.
+        ``inference_diagnostics_["window_relaxations"]`` (and ``..._sd``, its
+        standard error) is how many relaxation times of the coefficient means the
+        recording window holds, read off the coefficients' scale gradients (which
+        the trace's feedback does not bias); below 25 the fit warns
+        (:class:`~sklearn.exceptions.ConvergenceWarning`) that the intervals are
+        too narrow: more rows, a larger epsilon or fewer features help.
 
     Notes
     -----
@@ -291,7 +300,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         if eta is not None:
             statistics = settings.engine["model"].data_statistics(n_samples)
             check_release(self, statistics, eta,
-                          fallback="fallback" in self.inference_diagnostics_)
+                          fallback="fallback" in self.inference_diagnostics_, result=result)
         return theta_mean
 
     def _split(self, draws):

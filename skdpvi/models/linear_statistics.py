@@ -260,6 +260,41 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         XtX = self.unpack(np.atleast_2d(eta))[0][0]
         return np.sqrt(np.maximum(np.diag(XtX)[self.features], 0.0) / float(self.n_examples))
 
+    def scale_row_diagonal(self, phi, target, precision):
+        """The features' diagonal of X^T X as the coefficients' scale rows alone read it.
+
+        The scale row of coefficient j is ``w_scale_j(phi) (X^T X)_jj + r_j(phi)`` with
+        ``r`` known, so each diagonal entry is a regression through a known intercept,
+        which the trace's feedback on its own regressors does not bias (the means' rows
+        have an unknown one, ``X^T y``, and read a diagonal biased upward where the
+        window holds few relaxations: results page, "Small data at small epsilon").
+        Noisier than the full regression, so only used for checks.
+
+        Parameters
+        ----------
+        phi, target, precision
+            As in :meth:`normal_equations`.
+
+        Returns
+        -------
+        values : ndarray of shape (n_features,)
+            The estimates of ``(X^T X)_jj``, the intercept's column left out.
+        information : ndarray of shape (n_features,)
+            Their precisions (inverse variances).
+        """
+        phi = np.atleast_2d(np.asarray(phi, float))
+        n_params = self.model.n_params
+        features = np.arange(self.p - 1 if self.model.fit_intercept else self.p)
+        parts = self._parts(phi)
+        slope = parts["w_scale"][:, features]
+        residual = np.asarray(target, float)[:, n_params + features] - parts["r"][
+            :, n_params + features]
+        weight = np.asarray(precision, float)[n_params + features]
+        information = weight * (slope**2).sum(0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = weight * (slope * residual).sum(0) / information
+        return values, information
+
     def target_scales(self, eta):
         """The target's root mean square ``sqrt(y^T y / N)`` from eta, and what the
         priors lead one to expect: the prior predictive's root mean square of y given

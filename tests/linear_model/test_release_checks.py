@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from skdpvi import DPBayesianLinearRegression
 from skdpvi.exceptions import IdentifiabilityWarning
@@ -259,3 +260,53 @@ def test_logistic_few_rows_for_the_budget_warn():
     with pytest.warns(IdentifiabilityWarning, match="Few rows for this privacy budget"):
         est = DPBayesianLogisticRegression(epsilon=0.3, max_iter=1000, random_state=0).fit(X, y)
     assert est.inference_diagnostics_["batch_over_noise"] < 0.3
+
+
+def _nig_data(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(0, 0.3, d) + rng.normal(0, 0.16, n)
+    return X, y
+
+
+def test_few_relaxations_in_the_window_warn():
+    """150 rows of 5 features at epsilon 0.2: the means relax a few times in the
+    window, where the statistics posterior is over-confident (results page, "Small
+    data at small epsilon")."""
+    X, y = _nig_data(150, 5)
+    with pytest.warns(ConvergenceWarning, match="relaxation times"):
+        est = DPBayesianLinearRegression(epsilon=0.2, max_iter=2000, n_posterior_samples=200,
+                                         random_state=0).fit(X, y)
+    count = est.inference_diagnostics_["window_relaxations"]
+    assert count < 25 and est.inference_diagnostics_["window_relaxations_sd"] > 0
+
+
+def test_many_relaxations_do_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = _estimator().fit(*_data(shift=0.0))
+    assert est.inference_diagnostics_["window_relaxations"] > 100
+
+
+def test_the_scale_rows_read_the_diagonal_without_the_feedback_bias():
+    """On a release of 300 rows at epsilon 0.3 the full regression's diagonal of X^T X
+    is biased upward by several of its standard errors; the scale rows' estimate,
+    pooled over the features, lands within three of its own of the truth."""
+    from skdpvi.linear_model._release_checks import window_relaxations
+    from skdpvi.noise_aware.statistics import _trace_regression
+
+    X, y = _nig_data(300, 5, seed=1)
+    est = DPBayesianLinearRegression(epsilon=0.3, max_iter=2000, n_posterior_samples=200,
+                                     random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    result = est.dpvi_result_
+    statistics = est.posterior_.model.data_statistics(len(X))
+    values, information = statistics.scale_row_diagonal(*_trace_regression(result, statistics))
+    assert values.shape == information.shape == (5,) and np.all(information > 0)
+    level = information @ values / information.sum()
+    truth = np.mean((X * X).sum(0))
+    assert abs(level - truth) < 3 * information.sum() ** -0.5
+    count, count_sd = window_relaxations(statistics, result, 1.0)
+    np.testing.assert_allclose(count / count_sd, level * information.sum() ** 0.5)
