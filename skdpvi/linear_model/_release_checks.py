@@ -5,7 +5,8 @@ X^T y, y^T y as the released trace estimates them; a post-processing, no privacy
 cost) says whether the data are where the defaults assume: centred features, of unit
 scale, a target on the priors' scale; and the coefficients' scale gradients say how
 many relaxations the recording window holds, below 25 too few for its intervals
-(:func:`check_relaxations`, a :class:`~sklearn.exceptions.ConvergenceWarning`). After a logistic fit, the posterior may not be
+(:func:`check_relaxations`, a :class:`~sklearn.exceptions.ConvergenceWarning`).
+After a logistic fit, the posterior may not be
 wider than the prior (:func:`check_within_prior`), the released scales say
 whether the features are of unit scale (:func:`check_logistic_scales`), and the
 public settings whether the expected batch is large enough against the DP noise
