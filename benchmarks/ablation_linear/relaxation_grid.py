@@ -10,7 +10,7 @@ per fit:
   it (the posterior mean of the diagonal of X^T X, ``inference_diagnostics_["eta_mean"]``,
   and of 1 / sigma^2), median over the features;
 - the same count as the scale rows alone read it (the package's check,
-  ``skdpvi.linear_model._release_checks.window_relaxations``; the fit warns below 25);
+  ``skdpvi.linear_model._release_checks.scale_row_relaxations``; the fit warns below 25);
 - whether the fit warned (IdentifiabilityWarning / ConvergenceWarning).
 
 Writes ``results/relaxation_grid.json``. Results: doc/results.rst, "Small data at
@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from skdpvi import DPBayesianLinearRegression  # noqa: E402
 from skdpvi.dpvi import run_dpvi  # noqa: E402
-from skdpvi.linear_model._release_checks import window_relaxations  # noqa: E402
+from skdpvi.linear_model._release_checks import scale_row_relaxations  # noqa: E402
 from skdpvi.models.statistics import vech_indices  # noqa: E402
 from feedback_bias import simulate  # noqa: E402
 
@@ -60,7 +60,7 @@ def one(seed, d, n, epsilon):
     inv_var = np.mean(1 / draws[:, -1])
     est_relax = (step * eta[diagonal] * inv_var if eta is not None else np.full(d, np.nan))
     # the package's check: the scale rows' pooled diagonal, which the feedback does not bias
-    scale_rows, scale_rows_sd = window_relaxations(
+    scale_rows, scale_rows_sd = scale_row_relaxations(
         settings.engine["model"].data_statistics(n), result, inv_var)
     return dict(z_rms=float(np.sqrt(np.mean(z[:-1] ** 2))),
                 relax_true=float(np.median(true_relax)),

@@ -79,7 +79,7 @@ def _chunk(cell, seeds):
 
     from skdpvi import DPBayesianLogisticRegression
     from skdpvi.linear_model._logistic_dense import window_relaxations
-    from skdpvi.linear_model._release_checks import wander_intercept_inflation
+    from skdpvi.linear_model._logistic_release_checks import wander_intercept_inflation
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")

@@ -12,8 +12,8 @@ from ._base import _BaseDPBayesianRegression
 from ._logistic_error_models import (ERROR_MODELS, GRADIENT_MODEL_BACKENDS,
                                      WANDER_CORRECTIONS, _LogisticErrorModels)
 from ._logistic_predictions import _LogisticPredictions
-from ._release_checks import (check_logistic_batch_noise, check_logistic_scales,
-                              check_matched_centred, check_within_prior)
+from ._logistic_release_checks import (check_logistic_batch_noise, check_logistic_scales,
+                                       check_matched_centred, check_within_prior)
 
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..noise_aware import (linear_response_posterior, logistic_wander_width, mean_field_curvature,
                            remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
-from ._release_checks import wander_intercept_inflation
+from ._logistic_release_checks import wander_intercept_inflation
 
 #: The error models that read one dense curvature off the wander (linear response).
 DENSE_MODELS = ("dense", "dense_shrunk", "dense_matched")
@@ -26,7 +26,7 @@ DENSE_MODELS = ("dense", "dense_shrunk", "dense_matched")
 #: better at the two smaller budgets.
 AUTO_MATCHED_RELAXATIONS = 5.0
 #: ... and when the window's wander shows the features centred: the intercept's
-#: variance inflation in the wander (:func:`~._release_checks.wander_intercept_inflation`)
+#: variance inflation in the wander (:func:`~._logistic_release_checks.wander_intercept_inflation`)
 #: in units of what sampling alone gives a centred design, ``(inflation - 1) r / (p - 1)``
 #: with r the median relaxations and p the number of means, at most this. On centred
 #: Gaussian designs (5-20 features, 2,000-10,000 rows, 200 fits each) the median

@@ -10,7 +10,7 @@ from skdpvi.linear_model._logistic_dense import (AUTO_FALLBACK_MODEL, AUTO_MATCH
                                                   AUTO_MATCHED_MAX_PRIOR_SCALE,
                                                   AUTO_MATCHED_RELAXATIONS, auto_dense_model,
                                                   window_relaxations)
-from skdpvi.linear_model._release_checks import wander_intercept_inflation
+from skdpvi.linear_model._logistic_release_checks import wander_intercept_inflation
 
 
 def _release(means, *, rho=0.0, steps=1e-3, kappa=0.1):

@@ -115,7 +115,7 @@ def test_a_logistic_posterior_wider_than_its_prior_warns():
     # posterior wider than the prior (Brascamp-Lieb); inference="statistics" gave 4-17x
     from types import SimpleNamespace
 
-    from skdpvi.linear_model._release_checks import check_within_prior
+    from skdpvi.linear_model._logistic_release_checks import check_within_prior
 
     rng = np.random.default_rng(0)
     est = SimpleNamespace(inference_diagnostics_={}, inference="statistics")
@@ -238,7 +238,7 @@ def test_logistic_few_rows_for_the_budget_warn():
     # measured over-confident; only with the default clip norm
     from types import SimpleNamespace
 
-    from skdpvi.linear_model._release_checks import check_logistic_batch_noise
+    from skdpvi.linear_model._logistic_release_checks import check_logistic_batch_noise
 
     def check(n, clip_norm="auto"):
         est = SimpleNamespace(clip_norm=clip_norm, inference_diagnostics_={})
@@ -292,7 +292,7 @@ def test_the_scale_rows_read_the_diagonal_without_the_feedback_bias():
     """On a release of 300 rows at epsilon 0.3 the full regression's diagonal of X^T X
     is biased upward by several of its standard errors; the scale rows' estimate,
     pooled over the features, lands within three of its own of the truth."""
-    from skdpvi.linear_model._release_checks import window_relaxations
+    from skdpvi.linear_model._release_checks import scale_row_relaxations
     from skdpvi.noise_aware.statistics import _trace_regression
 
     X, y = _nig_data(300, 5, seed=1)
@@ -308,5 +308,5 @@ def test_the_scale_rows_read_the_diagonal_without_the_feedback_bias():
     level = information @ values / information.sum()
     truth = np.mean((X * X).sum(0))
     assert abs(level - truth) < 3 * information.sum() ** -0.5
-    count, count_sd = window_relaxations(statistics, result, 1.0)
+    count, count_sd = scale_row_relaxations(statistics, result, 1.0)
     np.testing.assert_allclose(count / count_sd, level * information.sum() ** 0.5)
