@@ -1,6 +1,8 @@
-"""The checks of a fit on its release (skdpvi.linear_model._release_checks): the linear
-estimator warns about uncentred features, features or a target far from the scales its
-defaults assume; the logistic one about a posterior wider than its prior."""
+"""The checks of a fit on its release (skdpvi.linear_model._release_checks and
+_logistic_release_checks): the linear estimator warns about uncentred features,
+features or a target far from the scales its defaults assume, and a window with too
+few relaxations; the logistic one about a posterior wider than its prior, features far
+from unit scale and few rows for the budget."""
 import warnings
 
 import numpy as np
@@ -289,9 +291,10 @@ def test_many_relaxations_do_not_warn():
 
 
 def test_the_scale_rows_read_the_diagonal_without_the_feedback_bias():
-    """On a release of 300 rows at epsilon 0.3 the full regression's diagonal of X^T X
-    is biased upward by several of its standard errors; the scale rows' estimate,
-    pooled over the features, lands within three of its own of the truth."""
+    """On a release of 300 rows at epsilon 0.3, where the full regression reads the
+    diagonal of X^T X biased upward (results page, "Small data at small epsilon"), the
+    scale rows' estimate, pooled over the features, lands within three of its own
+    standard errors of the truth, and the count is that level in step units."""
     from skdpvi.linear_model._release_checks import scale_row_relaxations
     from skdpvi.noise_aware.statistics import _trace_regression
 
