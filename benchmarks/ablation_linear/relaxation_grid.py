@@ -13,9 +13,11 @@ per fit:
   ``skdpvi.linear_model._release_checks.scale_row_relaxations``; the fit warns below 25);
 - whether the fit warned (IdentifiabilityWarning / ConvergenceWarning).
 
-Writes ``results/relaxation_grid.json``. Results: doc/results.rst, "Small data at
-small epsilon". Run from ``benchmarks/``:
+Writes ``results/relaxation_grid.json`` (``--out``). Results: doc/results.rst, "Small
+data at small epsilon". Run from ``benchmarks/``:
 python ablation_linear/relaxation_grid.py --k 6
+python ablation_linear/relaxation_grid.py --rho 0.5 --ds 10 --ns 300 500 1000 2000 \
+    --epsilons 0.3 --out results/relaxation_grid_scale_rows_rho0.5.json
 """
 
 import argparse
@@ -39,9 +41,25 @@ from skdpvi.models.statistics import vech_indices  # noqa: E402
 from feedback_bias import simulate  # noqa: E402
 
 
-def one(seed, d, n, epsilon):
+def design(seed, d, n, rho=0.0, noise=1.0):
+    """``feedback_bias.simulate``'s data, with equicorrelated features (``rho``) and the
+    noise variance times ``noise`` (the estimator's noise prior scaled to match)."""
     X, y, theta, var = simulate(seed, d, n)
+    if rho == 0.0 and noise == 1.0:
+        return X, y, theta, var
+    rng = np.random.default_rng(seed + 7919)
+    X = np.sqrt(1 - rho) * X + np.sqrt(rho) * rng.standard_normal((n, 1))
+    var = var * noise
+    theta = theta * np.sqrt(noise)  # the prior's weight scale is relative to the noise sd
+    y = X @ theta[:-1] + theta[-1] + rng.normal(0, np.sqrt(var), n)
+    return X, y, theta, var
+
+
+def one(seed, d, n, epsilon, rho=0.0, noise=1.0):
+    X, y, theta, var = design(seed, d, n, rho, noise)
     est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed)
+    if noise != 1.0:
+        est.set_params(prior_noise_scale=est.prior_noise_scale * noise)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         X_fit, y_fit = est._fit_inputs(X, y)
@@ -76,15 +94,18 @@ def main():
     parser.add_argument("--ns", type=int, nargs="+", default=[200, 300, 500, 1000, 2000])
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.3, 1.0])
     parser.add_argument("--k", type=int, default=6)
+    parser.add_argument("--rho", type=float, default=0.0, help="equicorrelated features")
+    parser.add_argument("--noise", type=float, default=1.0,
+                        help="noise variance (and its prior) times this")
     parser.add_argument("--out", default="results/relaxation_grid.json")
     args = parser.parse_args()
     torch.set_num_threads(1)
     cells = []
     for d, n, eps in itertools.product(args.ds, args.ns, args.epsilons):
         start = time.perf_counter()
-        fits = [one(seed, d, n, eps) for seed in range(args.k)]
+        fits = [one(seed, d, n, eps, args.rho, args.noise) for seed in range(args.k)]
         z_rms = [f["z_rms"] for f in fits]
-        cell = dict(d=d, n=n, epsilon=eps, fits=fits,
+        cell = dict(d=d, n=n, epsilon=eps, rho=args.rho, noise=args.noise, fits=fits,
                     z_rms_pooled=float(np.sqrt(np.mean(np.square(z_rms)))),
                     relax_true=float(np.median([f["relax_true"] for f in fits])),
                     relax_release=float(np.median([f["relax_release"] for f in fits])))
