@@ -41,6 +41,18 @@ from skdpvi.models.statistics import vech_indices  # noqa: E402
 from feedback_bias import simulate  # noqa: E402
 
 
+def release_relaxations(est, result, inv_var):
+    """Per feature, ``n_window lambda_j kappa (X^T X)_jj E[1 / sigma^2]`` with the
+    diagonal as the release reads it (the posterior mean of eta; NaN without one), and
+    the steps ``n_window lambda_j kappa`` themselves."""
+    d = est.n_features_in_
+    step = (result.n_steps - result.burn_in) * result.learning_rate[:d] * result.sampling_rate
+    rows, cols = vech_indices(d + 1)
+    diagonal = np.flatnonzero(rows == cols)[:d]
+    eta = est.inference_diagnostics_.get("eta_mean")
+    return (step * eta[diagonal] * inv_var if eta is not None else np.full(d, np.nan)), step
+
+
 def design(seed, d, n, rho=0.0, noise=1.0):
     """``feedback_bias.simulate``'s data, with equicorrelated features (``rho``) and the
     noise variance times ``noise`` (the estimator's noise prior scaled to match)."""
@@ -69,14 +81,9 @@ def one(seed, d, n, epsilon, rho=0.0, noise=1.0):
         est._fit_from_result(result, settings, n, est._fit_seeds())
     draws = est.sample_posterior(4000, random_state=0)
     z = (draws.mean(0) - np.r_[theta, var]) / draws.std(0)
-    rows, cols = vech_indices(d + 1)
-    diagonal = np.flatnonzero(rows == cols)[:d]
-    n_window = result.n_steps - result.burn_in
-    step = n_window * result.learning_rate[:d] * result.sampling_rate
-    true_relax = step * (X * X).sum(0) / var
-    eta = est.inference_diagnostics_.get("eta_mean")
     inv_var = np.mean(1 / draws[:, -1])
-    est_relax = (step * eta[diagonal] * inv_var if eta is not None else np.full(d, np.nan))
+    est_relax, step = release_relaxations(est, result, inv_var)
+    true_relax = step * (X * X).sum(0) / var
     # the package's check: the scale rows' pooled diagonal, which the feedback does not bias
     scale_rows, scale_rows_sd = scale_row_relaxations(
         settings.engine["model"].data_statistics(n), result, inv_var)

@@ -34,21 +34,16 @@ CAP, BELOW = 5.0, 25.0
 
 def one(seed, d, n, epsilon):
     from feedback_bias import simulate
+    from relaxation_grid import release_relaxations
     from skdpvi import DPBayesianLinearRegression
-    from skdpvi.models.statistics import vech_indices
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     X, y, theta, var = simulate(seed, d, n)
     est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed).fit(X, y)
     draws = est.sample_posterior(2000, random_state=0)
-    result = est.dpvi_result_
-    step = (result.n_steps - result.burn_in) * np.asarray(result.learning_rate)[:d] \
-        * result.sampling_rate
     inv_var = np.mean(1 / draws[:, -1])
-    rows, cols = vech_indices(d + 1)
-    diagonal = np.flatnonzero(rows == cols)[:d]
-    release = float(np.median(step * est.inference_diagnostics_["eta_mean"][diagonal] * inv_var))
+    release = float(np.median(release_relaxations(est, est.dpvi_result_, inv_var)[0]))
     scale_rows = est.inference_diagnostics_["window_relaxations"]
     r = CAP if scale_rows <= 0 else min(max(release / scale_rows, 1.0), CAP)
     if scale_rows >= BELOW:
