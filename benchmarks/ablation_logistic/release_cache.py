@@ -62,7 +62,15 @@ HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
            # a prior between 1 and the matching bound, and a wide prior at epsilon 0.5
            "d8ps15": ("gaussian", 8, 5000, 0.0, 1.0, 1.5),
            "d6ps25": ("gaussian", 6, 3000, 0.0, 0.5, 2.5),
-           "rho03d12ps2": ("gaussian", 12, 8000, 0.3, 0.3, 2.0)}
+           "rho03d12ps2": ("gaussian", 12, 8000, 0.3, 0.3, 2.0),
+           # twenty-eighth session, chosen before any run, prior scale <= 1 (the
+           # default's stated range): few rows, few rows at a small budget, strong
+           # correlation, a large budget with a narrow prior, more features
+           "d5n1000": ("gaussian", 5, 1000, 0.0, 1.0, 1.0),
+           "d3n600e03": ("gaussian", 3, 600, 0.0, 0.3, 1.0),
+           "rho07d10": ("gaussian", 10, 4000, 0.7, 1.0, 1.0),
+           "d8e3ps07": ("gaussian", 8, 3000, 0.0, 3.0, 0.7),
+           "d25n20000": ("gaussian", 25, 20000, 0.0, 1.0, 1.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
@@ -363,6 +371,127 @@ def _shrunk_intensity(effective_relaxations):
     return _patched((dense, "linear_response_posterior", posterior))
 
 
+def _bulk_to_own_level(match):
+    """:func:`~skdpvi.noise_aware.shrink_wander_covariance` with the noise bulk shrunk
+    towards its own mean level (Ledoit-Wolf's scaled identity within the bulk) instead
+    of the uncorrelated target, for "dense_shrunk" and, with ``match``, also before
+    "dense_matched" reads its curvature (twenty-eighth session: on equicorrelated
+    features the bulk of soft directions sits far from the uncorrelated level, and
+    shrinking it there reads some of them as too stiff)."""
+    lr = _linear_response()
+    original_matched = lr.matched_curvature
+
+    def shrink(covariance, steps, noise_var, n_steps, diagonal_curvature,
+               effective_relaxations=2.0, keep=None):
+        S = np.asarray(covariance, float)
+        p = len(S)
+        steps, k_diag = np.asarray(steps, float), np.asarray(diagonal_curvature, float)
+        n_relax = np.maximum(n_steps * steps * k_diag, 1e-2)
+        target = lr._window_factor(n_relax) * steps * np.asarray(noise_var, float) / (2 * k_diag)
+        w = 1 / np.sqrt(target)
+        W = S * np.outer(w, w)
+        lam, U = np.linalg.eigh(W)
+        kept = lam > (1 + np.sqrt(p / np.median(n_relax))) ** 2
+        basis = U[:, kept]
+        P = np.eye(p) - basis @ basis.T
+        bulk = P @ W @ P
+        rank = max(p - int(kept.sum()), 1)
+        level = np.trace(bulk) / rank
+        d = np.diag(bulk)
+        looks = effective_relaxations * np.sqrt(np.outer(n_relax, n_relax))
+        error = ((np.outer(d, d) + bulk**2) / np.maximum(looks, 1.0)).sum()
+        spread = ((bulk - level * P) ** 2).sum()
+        intensity = min(1.0, error / spread) if spread > 0 else 1.0
+        Q = np.eye(p) - P
+        W = (1 - intensity) * W + intensity * (Q @ W @ Q + level * P)
+        W = 0.5 * (W + W.T)
+        return W / np.outer(w, w), {"intensity": intensity, "n_kept": int(kept.sum())}
+
+    patches = [(lr, "shrink_wander_covariance", shrink)]
+    if not match:
+        return _patched(*patches)
+
+    def build(window):
+        def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
+            S, _ = shrink(S, steps, noise_var, window["n"], diagonal, 1.0)
+            return original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
+        return patches + [(lr, "matched_curvature", matched)]
+
+    return _with_window(build)
+
+
+def _finite_window_matching(iterations=2):
+    """"dense_matched" with the finite window's deflation undone: the stationary
+    relation it inverts, ``S = (q / 2) M^-1``, overstates the curvature of a direction
+    that relaxes only a few times in the window (its sample variance is the fraction
+    ``f(N) = 1 - 2 / N + 2 (1 - e^-N) / N^2`` of the stationary one), so the wander is
+    inflated by ``f(N_v)^-1/2`` along each eigen-direction of the matched ``M`` (N_v =
+    n times its eigenvalue) and matched again, ``iterations`` times
+    (twenty-eighth session)."""
+    lr = _linear_response()
+    original = lr.matched_curvature
+
+    def build(window):
+        def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
+            K, info = original(S, steps, noise_var, diagonal, floor, flat_directions)
+            root = np.sqrt(np.asarray(steps, float))
+            S_t = S / np.outer(root, root)
+            for _ in range(iterations):
+                mu, U = np.linalg.eigh(K * np.outer(root, root))
+                factor = lr._window_factor(np.maximum(window["n"] * mu, 1e-2))
+                C = (U * np.maximum(factor, 1e-3) ** -0.5) @ U.T
+                K, info = original(np.outer(root, root) * (C @ S_t @ C), steps, noise_var,
+                                   diagonal, floor, flat_directions)
+            return K, info
+        return [(lr, "matched_curvature", matched)]
+
+    return _with_window(build)
+
+
+def _decorrelated_optimum(alpha, keep_radial=False, before_gain=False, floor=False):
+    """The optimum's posterior covariance with its correlations shrunk by ``alpha``
+    towards none and its variances kept (twenty-eighth session: the posterior's
+    stiffest eigen-directions were too narrow, its softest too wide;
+    ``eigen_directions.py``). ``keep_radial``: the covariance along the means' own
+    direction (and with it) kept as it was. ``before_gain``: the error ``K^-1 Q K^-1 /
+    n`` is shrunk before it is combined with the gradient model's prior (the variances
+    kept there, so not in the result). ``floor``: the covariance plus the positive part
+    of (shrunk - covariance), so no direction gets narrower."""
+    lr = _linear_response()
+    original = lr._optimum_of_means
+
+    def shrink(cov):
+        sd = np.sqrt(np.diag(cov))
+        corr = (1 - alpha) * cov / np.outer(sd, sd) + alpha * np.eye(len(sd))
+        return corr * np.outer(sd, sd)
+
+    def optimum(stats, K_inv, noise_var, prior_sd):
+        if before_gain:  # _optimum_of_means with the error shrunk first
+            p, n = len(K_inv), stats.count
+            x_bar = stats.shift[:p] + stats.sum_x[:p] / n
+            estimate = x_bar - K_inv @ (stats.sum_g[:p] / n)
+            error = shrink(0.5 * (K_inv @ (noise_var[:, None] * K_inv) / n
+                                  + (K_inv @ (noise_var[:, None] * K_inv) / n).T))
+            gain = error @ np.linalg.inv(error + prior_sd**2 * np.eye(p))
+            cov = error - gain @ error
+            return estimate + gain @ (x_bar - estimate), 0.5 * (cov + cov.T)
+        mean, cov = original(stats, K_inv, noise_var, prior_sd)
+        shrunk = shrink(cov)
+        if floor:  # cov plus the positive part of (shrunk - cov): only ever wider
+            w, U = np.linalg.eigh(shrunk - cov)
+            return mean, cov + (U * np.maximum(w, 0.0)) @ U.T
+        if keep_radial:
+            v = mean / np.linalg.norm(mean)
+            P = np.eye(len(v)) - np.outer(v, v)
+            Ev = cov @ v
+            shrunk = P @ shrunk @ P + np.outer(Ev, v) + np.outer(v, Ev) - (v @ Ev) * np.outer(v, v)
+            w, U = np.linalg.eigh(0.5 * (shrunk + shrunk.T))
+            shrunk = (U * np.maximum(w, 1e-12 * w.max())) @ U.T
+        return mean, shrunk
+
+    return _patched((lr, "_optimum_of_means", optimum))
+
+
 #: name: (set_params, context manager or None)
 def _curvature_uncertainty(c, mode="shift"):
     """The dense models' optimum extrapolated with the window curvature's own sampling
@@ -409,6 +538,18 @@ VARIANTS = {
     "auto_without_matching": ({"_no_matched": True}, None),
     **{f"default_drift{c:g}": ({"_max_drift": c}, None) for c in (0.1, 0.15, 0.2)},
     **{f"default_bulk{c:g}": ({}, lambda c=c: _bulk_shrunk_matching(c)) for c in (1.0, 2.0, 4.0, 8.0)},
+    "default_bulk_level": ({}, lambda: _bulk_to_own_level(False)),
+    "default_bulk_level_matched": ({}, lambda: _bulk_to_own_level(True)),
+    "shrunk_bulk_level": ({"error_model": "dense_shrunk"}, lambda: _bulk_to_own_level(False)),
+    "shrunk": ({"error_model": "dense_shrunk"}, None),
+    **{f"default_window_matched{i}": ({}, lambda i=i: _finite_window_matching(i)) for i in (1, 3)},
+    **{f"default_decorrelated{a:g}": ({}, lambda a=a: _decorrelated_optimum(a)) for a in (0.5, 1.0)},
+    **{f"default_decorrelated_radial{a:g}": ({}, lambda a=a: _decorrelated_optimum(a, True))
+       for a in (0.5, 1.0)},
+    **{f"default_decorrelated_floor{a:g}": ({}, lambda a=a: _decorrelated_optimum(a, floor=True))
+       for a in (0.5, 1.0)},
+    **{f"default_error_decorrelation{a:g}": ({}, lambda a=a: _decorrelated_optimum(
+        a, before_gain=True)) for a in (0.5, 1.0)},
 }
 
 
