@@ -2,14 +2,15 @@
 
 For each cached release of a cell (``release_cache.py run``), the estimator's
 posterior (a ``release_cache.py`` variant, ``default`` by default) and, not private,
-the exact MAP and Laplace covariance of the same data under the same prior (Newton's
-method). Per simulation, in the eigenbasis of the posterior draws' covariance (smallest
-variance first), the truth's error in posterior sds; over the simulations, the root
-mean square per eigen-rank (1 calibrated), split by the error model ``"auto"`` chose,
-and the same for the posterior mean's distance to the MAP, and the Laplace sd over
-the posterior sd per rank (above 1: the private posterior is narrower than the
-non-private one along that direction). Also along two fixed directions: the common
-direction of the features (the stiff one of an equicorrelated design) and the MAP's.
+the exact MAP and Laplace covariance of the same data under the same prior
+(``laplace_yardstick.laplace``). Per simulation, in the eigenbasis of the posterior
+draws' covariance (smallest variance first), the truth's error in posterior sds; over
+the simulations, the root mean square per eigen-rank (1 calibrated), split by the
+error model ``"auto"`` chose, and the same for the posterior mean's distance to the
+MAP, and the Laplace sd over the posterior sd per rank (above 1: the private
+posterior is narrower than the non-private one along that direction). Also along two
+fixed directions: the common direction of the features (the stiff one of an
+equicorrelated design) and the MAP's.
 
 Results: doc/results.rst, "Where the joint gap sits (twenty-eighth session)".
 Run: python benchmarks/ablation_logistic/eigen_directions.py rho07d10 [--variant default]
@@ -29,21 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import release_cache as rc  # noqa: E402
-
-
-def map_laplace(X, y, scale):
-    """The exact MAP of logistic regression with N(0, scale^2) on every coefficient and
-    the intercept, and its Laplace covariance."""
-    Xa = np.c_[X, np.ones(len(X))]
-    w = np.zeros(Xa.shape[1])
-    for _ in range(100):
-        p = 1 / (1 + np.exp(-Xa @ w))
-        H = (Xa * (p * (1 - p))[:, None]).T @ Xa + np.eye(len(w)) / scale**2
-        step = np.linalg.solve(H, Xa.T @ (y - p) - w / scale**2)
-        w += step
-        if np.abs(step).max() < 1e-10:
-            break
-    return w, np.linalg.inv(H)
+from laplace_yardstick import laplace  # noqa: E402
 
 
 def _posterior(cell, row, variant):
@@ -68,17 +55,17 @@ def main():
     common = np.r_[np.ones(p - 1), 0.0] / np.sqrt(p - 1)
     for row, (draws, _) in zip(rows, fits):
         theta, X, y = rc.simulate(rc._rule_cell(args.cell), row["seed"])
-        w_map, laplace = map_laplace(X, y, rc.prior_scale(args.cell))
+        w_map, laplace_cov = laplace(X, y, rc.prior_scale(args.cell))
         mean, cov = draws.mean(0), np.cov(draws.T)
         var, U = np.linalg.eigh(cov)
         truth_z.append(U.T @ (theta - mean) / np.sqrt(var))
         map_z.append(U.T @ (mean - w_map) / np.sqrt(var))
-        ratio.append(np.sqrt(np.einsum("ji,jk,ki->i", U, laplace, U) / var))
+        ratio.append(np.sqrt(np.einsum("ji,jk,ki->i", U, laplace_cov, U) / var))
         mahalanobis.append((theta - mean) @ np.linalg.solve(cov, theta - mean))
         along = []
         for v in (common, w_map / np.linalg.norm(w_map)):
             sd = (draws @ v).std()
-            along += [(mean - w_map) @ v / sd, np.sqrt(v @ laplace @ v) / sd]
+            along += [(mean - w_map) @ v / sd, np.sqrt(v @ laplace_cov @ v) / sd]
         fixed.append(along)
     truth_z, map_z, ratio, fixed = map(np.array, (truth_z, map_z, ratio, fixed))
     models = np.array([str(m) for _, m in fits])
