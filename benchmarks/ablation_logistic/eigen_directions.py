@@ -12,7 +12,7 @@ posterior is narrower than the non-private one along that direction). Also along
 fixed directions: the common direction of the features (the stiff one of an
 equicorrelated design) and the MAP's.
 
-Results: doc/results.rst, "Where the joint gap sits (twenty-eighth session)".
+Results: doc/results.rst, "Designs not seen before, and where the joint gap sits".
 Run: python benchmarks/ablation_logistic/eigen_directions.py rho07d10 [--variant default]
 """
 
