@@ -34,11 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import skdpvi.noise_aware.statistics as statistics_module  # noqa: E402
-from skdpvi import DPBayesianLinearRegression  # noqa: E402
-from skdpvi.dpvi import run_dpvi  # noqa: E402
 from skdpvi.dpvi.step_matrix import _MATRIX_UPDATES  # noqa: E402
 from skdpvi.models.statistics import vech_indices  # noqa: E402
-from feedback_bias import simulate  # noqa: E402
+from feedback_bias import fit_recorded  # noqa: E402
 
 _REGRESSION = statistics_module._regression
 #: the shift (and the per-statistic scale) the patched regression applies to its fit
@@ -57,22 +55,6 @@ def _patched_regression(*args):
 
 
 statistics_module._regression = _patched_regression
-
-
-def fit_default(seed, d, n, epsilon):
-    X, y, theta, var = simulate(seed, d, n)
-    est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        X_fit, y_fit = est._fit_inputs(X, y)
-        settings = est._engine_settings(n, d)
-        result = run_dpvi(data=(X_fit, y_fit), random_state=est._fit_seeds().engine,
-                          **settings.engine)
-        est._fit_from_result(result, settings, n, est._fit_seeds())
-    Xa = np.c_[X, np.ones(n)]
-    rows, cols = vech_indices(d + 1)
-    eta = np.r_[(Xa.T @ Xa)[rows, cols], Xa.T @ y, y @ y]
-    return est, settings, result, eta, theta, var
 
 
 def step_matrices(est, settings, result, n):
@@ -134,7 +116,7 @@ def z_scores(est, theta, var):
 
 def one(seed, d, n, epsilon, B, iters):
     PATCH.clear()
-    est, settings, result, eta, theta, var = fit_default(seed, d, n, epsilon)
+    est, settings, result, eta, theta, var = fit_recorded(seed, d, n, epsilon)
     z0 = z_scores(est, theta, var)
     statistics = settings.engine["model"].data_statistics(n)
     matrices = step_matrices(est, settings, result, n)

@@ -48,7 +48,9 @@ def simulate(seed, d, n):
     return X, y, theta, var
 
 
-def one(seed, d, n, epsilon, no_clip):
+def fit_recorded(seed, d, n, epsilon, no_clip=False):
+    """The default fit of ``simulate(seed, d, n)`` with its trace recorded: (estimator,
+    settings, DPVIResult, the data's true statistics eta, theta, sigma^2)."""
     X, y, theta, var = simulate(seed, d, n)
     est = DPBayesianLinearRegression(epsilon=epsilon, random_state=seed)
     with warnings.catch_warnings():
@@ -61,13 +63,19 @@ def one(seed, d, n, epsilon, no_clip):
             engine["noise_multiplier"] /= 1e3
         result = run_dpvi(data=(X_fit, y_fit), random_state=est._fit_seeds().engine, **engine)
         est._fit_from_result(result, settings, n, est._fit_seeds())
-    draws = est.sample_posterior(4000, random_state=0)
-    z = (draws.mean(0) - np.r_[theta, var]) / draws.std(0)
-
-    statistics = LinearRegressionStatistics(engine["model"], n)
     Xa = np.c_[X, np.ones(n)]
     rows, cols = vech_indices(d + 1)
     eta = np.r_[(Xa.T @ Xa)[rows, cols], Xa.T @ y, y @ y]
+    return est, settings, result, eta, theta, var
+
+
+def one(seed, d, n, epsilon, no_clip):
+    est, settings, result, eta, theta, var = fit_recorded(seed, d, n, epsilon, no_clip)
+    draws = est.sample_posterior(4000, random_state=0)
+    z = (draws.mean(0) - np.r_[theta, var]) / draws.std(0)
+
+    statistics = LinearRegressionStatistics(settings.engine["model"], n)
+    rows, cols = vech_indices(d + 1)
     grads = result.trace_grad[result.burn_in:]
     phi = result.trace_phi[result.burn_in: result.burn_in + len(grads)]
     target = grads / result.sampling_rate
