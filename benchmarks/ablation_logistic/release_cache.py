@@ -291,18 +291,21 @@ def _with_window(build):
     return _patched((dense, "linear_response_posterior", posterior), *build(window))
 
 
-def _bulk_shrunk_matching(effective_relaxations, min_relaxations=0.0):
+def _bulk_shrunk_matching(effective_relaxations, min_relaxations=0.0, max_means_per_relaxation=None):
     """``dense_matched`` on the wander covariance whose noise bulk
     :func:`~skdpvi.noise_aware.shrink_wander_covariance` shrank first (Ledoit-Wolf,
     directions beyond the bulk's edge kept), in the fits whose window holds at least
-    ``min_relaxations`` of the median mean coordinate (twenty-eighth session)."""
+    ``min_relaxations`` of the median mean coordinate and, if given, at most
+    ``max_means_per_relaxation`` means per relaxation (twenty-eighth session)."""
     lr = _linear_response()
     original = lr.matched_curvature
 
     def build(window):
         def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
             relaxations = np.median(window["n"] * np.asarray(steps) * np.asarray(diagonal))
-            if relaxations >= min_relaxations:
+            dense_enough = (max_means_per_relaxation is None
+                            or len(diagonal) / relaxations <= max_means_per_relaxation)
+            if relaxations >= min_relaxations and dense_enough:
                 S, _ = lr.shrink_wander_covariance(S, steps, noise_var, window["n"], diagonal,
                                                    effective_relaxations)
             return original(S, steps, noise_var, diagonal, floor, flat_directions)
@@ -545,6 +548,8 @@ VARIANTS = {
     **{f"default_bulk{c:g}": ({}, lambda c=c: _bulk_shrunk_matching(c)) for c in (1.0, 2.0, 4.0, 8.0)},
     **{f"default_bulk1_min{r:g}": ({}, lambda r=r: _bulk_shrunk_matching(1.0, r))
        for r in (8.0, 10.0, 12.0)},
+    # chosen on the twenty-eighth session's cells, then run on the hold-outs
+    "default_bulk1_gated": ({}, lambda: _bulk_shrunk_matching(1.0, 10.0, 0.85)),
     "default_bulk_level": ({}, lambda: _bulk_to_own_level(False)),
     "default_bulk_level_matched": ({}, lambda: _bulk_to_own_level(True)),
     "shrunk_bulk_level": ({"error_model": "dense_shrunk"}, lambda: _bulk_to_own_level(False)),
