@@ -309,7 +309,9 @@ def _bulk_shrunk_matching(effective_relaxations, min_relaxations=0.0, max_means_
                 S, _ = lr.shrink_wander_covariance(S, steps, noise_var, window["n"], diagonal,
                                                    effective_relaxations)
             return original(S, steps, noise_var, diagonal, floor, flat_directions)
-        return [(lr, "matched_curvature", matched)]
+        # on top of the matching without the estimator's own bulk shrinkage
+        return [(lr, "matched_curvature", matched),
+                (_dense(), "MATCHED_BULK_SHRINKAGE", None)]
 
     return _with_window(build)
 
@@ -423,7 +425,8 @@ def _bulk_to_own_level(match):
         def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
             S, _ = shrink(S, steps, noise_var, window["n"], diagonal, 1.0)
             return original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
-        return patches + [(lr, "matched_curvature", matched)]
+        return patches + [(lr, "matched_curvature", matched),
+                          (_dense(), "MATCHED_BULK_SHRINKAGE", None)]
 
     return _with_window(build)
 
@@ -550,6 +553,9 @@ VARIANTS = {
        for r in (8.0, 10.0, 12.0)},
     # chosen on the twenty-eighth session's cells, then run on the hold-outs
     "default_bulk1_gated": ({}, lambda: _bulk_shrunk_matching(1.0, 10.0, 0.85)),
+    # the default before the twenty-eighth session (no bulk shrinkage before matching)
+    "default_unshrunk_matching": ({}, lambda: _patched(
+        (_dense(), "MATCHED_BULK_SHRINKAGE", None))),
     "default_bulk_level": ({}, lambda: _bulk_to_own_level(False)),
     "default_bulk_level_matched": ({}, lambda: _bulk_to_own_level(True)),
     "shrunk_bulk_level": ({"error_model": "dense_shrunk"}, lambda: _bulk_to_own_level(False)),

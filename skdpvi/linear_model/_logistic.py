@@ -152,7 +152,10 @@ default="auto"
         misses". For joint statements about the coefficients. "dense_matched":
         "dense" with the curvature matched to the diagonal the released mean-field
         scales fix (:func:`~skdpvi.noise_aware.matched_curvature`; ``onehot_blocks``'
-        flat directions at the prior's): for coefficients of centred continuous
+        flat directions at the prior's), the wander's noise bulk shrunk first where
+        the window holds at least 10 relaxation times and at most 0.85 means per
+        relaxation (twenty-eighth session; ten Gaussian features: TARP 0.049 / 0.051
+        -> 0.020 / 0.030): for coefficients of centred continuous
         features (20 Gaussian features: TARP 0.034 against 0.169, 90 % intervals
         covering 86-94 % against 94-99 %), worse on uncentred ones (it warns), on
         one-hot data without ``onehot_blocks`` and on Adult's predictions at

@@ -241,7 +241,8 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
                               prior_scale=1.0, prior_sd=1.0, n_components=1000,
                               diagonal_curvature=None, effective_relaxations=2.0,
                               curvature_uncertainty=0.0, max_log_sd=1.0, curvature_mode="shift",
-                              match_diagonal=False, flat_directions=None, random_state=None):
+                              match_diagonal=False, flat_directions=None,
+                              shrink_before_matching=None, random_state=None):
     """Mixture posterior of the parameters with dense errors and linear-response widths.
 
     Parameters
@@ -285,6 +286,16 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
         With ``match_diagonal``: orthonormal directions the likelihood is flat along
         (:func:`~skdpvi.noise_aware.onehot_flat_directions`), whose curvature is the
         prior's.
+    shrink_before_matching : (float, float) or None, default=None
+        With ``match_diagonal``: ``(min_relaxations, max_means_per_relaxation)``.
+        Where the window holds at least ``min_relaxations`` relaxation times of the
+        median mean coordinate (``n * steps * diagonal_curvature``) and at most
+        ``max_means_per_relaxation`` means per relaxation, the wander's noise bulk
+        is shrunk first (:func:`shrink_wander_covariance`, one look per relaxation
+        time) and the matching reads the shrunk covariance; None: never. Shrinking
+        narrows the posterior: right where the window's reading is too wide, wrong
+        where it holds few relaxations or many means per relaxation (results page,
+        "Designs not seen before, and where the joint gap sits").
     random_state : int, Generator or None
 
     Returns
@@ -296,7 +307,8 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
         ``covariance`` (of the optimum), ``component_covariance`` and, with
         ``diagonal_curvature``, the shrinkage's ``intensity`` and ``n_kept`` (or,
         with ``match_diagonal``, the matching's ``converged``, ``iterations`` and
-        ``constraint_error``).
+        ``constraint_error``, and the bulk shrinkage's ``intensity`` and ``n_kept``
+        where ``shrink_before_matching`` applied).
     """
     rng = np.random.default_rng(random_state)
     p, n = int(n_means), stats.count
@@ -308,9 +320,17 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
     if match_diagonal:
         if diagonal_curvature is None:
             raise ValueError("match_diagonal needs diagonal_curvature.")
+        bulk = {}
+        if shrink_before_matching is not None:
+            min_relaxations, max_means_per_relaxation = shrink_before_matching
+            relaxations = np.median(n * steps * np.asarray(diagonal_curvature, float))
+            if relaxations >= min_relaxations and p <= max_means_per_relaxation * relaxations:
+                S, bulk = shrink_wander_covariance(S, steps, noise_var, n, diagonal_curvature,
+                                                   effective_relaxations=1.0)
         K, shrinkage = matched_curvature(S, steps, noise_var, diagonal_curvature,
                                          floor=kappa / prior_scale**2,
                                          flat_directions=flat_directions)
+        shrinkage.update(bulk)
         root = np.sqrt(steps)
         n_relax = n * np.linalg.eigvalsh(root[:, None] * K * root[None, :])
     else:
