@@ -171,8 +171,9 @@ def dense_posterior(error_model, result, model, *, n_components, prior_scale,
     -------
     posterior : NoiseAwarePosterior
     diagnostics : dict
-        ``relaxation_times``, ``wander_width`` (with ``wander_correction``), and
-        ``wander_shrinkage`` ("dense_shrunk") or ``curvature_matching``
+        ``relaxation_times``, ``wander_width`` (with ``wander_correction``),
+        ``wander_shrinkage`` ("dense_shrunk", and "dense_matched" where its gates let
+        the bulk be shrunk before the matching) and ``curvature_matching``
         ("dense_matched").
     """
     p = model.n_params
@@ -201,7 +202,7 @@ def dense_posterior(error_model, result, model, *, n_components, prior_scale,
                                              prior_scale=prior_scale,
                                              covariance=info["component_covariance"])
         diagnostics["wander_width"] = wander_width
-    if "intensity" in info:  # dense_shrunk: how much of the wander was shrunk
+    if "intensity" in info:  # how much of the wander was shrunk (shrunk, or before matching)
         diagnostics["wander_shrinkage"] = {"intensity": info["intensity"],
                                            "n_kept": info["n_kept"]}
     if "converged" in info:  # dense_matched: the diagonal's multipliers
