@@ -527,6 +527,7 @@ VARIANTS = {
        for c in (1.0, 2.0) for m in ("shift", "posterior")},
     "previous_default": ({}, lambda: _auto_fallback("dense", np.inf)),
     "default_without_prior_bound": ({}, lambda: _auto_fallback("dense_shrunk", np.inf)),
+    "default_prior_bound1": ({}, lambda: _auto_fallback("dense_shrunk", 1.0)),
     **{f"default_shrunk_er{c:g}": ({}, lambda c=c: _shrunk_intensity(c)) for c in (2.0, 4.0)},
     "dense": ({"error_model": "dense"}, None),
     "matched_probit": ({"error_model": "dense_matched", "wander_correction": "probit"}, None),
