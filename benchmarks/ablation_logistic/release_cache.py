@@ -503,6 +503,14 @@ def _decorrelated_optimum(alpha, keep_radial=False, before_gain=False, floor=Fal
     return _patched((lr, "_optimum_of_means", optimum))
 
 
+@contextlib.contextmanager
+def _on_previous_default(context):
+    """``context`` on top of the default before the twenty-eighth session (no bulk
+    shrinkage before the matching): the variants of that session were measured so."""
+    with _patched((_dense(), "MATCHED_BULK_SHRINKAGE", None)), context:
+        yield
+
+
 #: name: (set_params, context manager or None)
 def _curvature_uncertainty(c, mode="shift"):
     """The dense models' optimum extrapolated with the window curvature's own sampling
@@ -557,18 +565,23 @@ VARIANTS = {
     # the default before the twenty-eighth session (no bulk shrinkage before matching)
     "default_unshrunk_matching": ({}, lambda: _patched(
         (_dense(), "MATCHED_BULK_SHRINKAGE", None))),
-    "default_bulk_level": ({}, lambda: _bulk_to_own_level(False)),
+    "default_bulk_level": ({}, lambda: _on_previous_default(_bulk_to_own_level(False))),
     "default_bulk_level_matched": ({}, lambda: _bulk_to_own_level(True)),
-    "shrunk_bulk_level": ({"error_model": "dense_shrunk"}, lambda: _bulk_to_own_level(False)),
+    "shrunk_bulk_level": ({"error_model": "dense_shrunk"},
+                          lambda: _on_previous_default(_bulk_to_own_level(False))),
     "shrunk": ({"error_model": "dense_shrunk"}, None),
-    **{f"default_window_matched{i}": ({}, lambda i=i: _finite_window_matching(i)) for i in (1, 3)},
-    **{f"default_decorrelated{a:g}": ({}, lambda a=a: _decorrelated_optimum(a)) for a in (0.5, 1.0)},
-    **{f"default_decorrelated_radial{a:g}": ({}, lambda a=a: _decorrelated_optimum(a, True))
+    **{f"default_window_matched{i}": ({}, lambda i=i: _on_previous_default(
+        _finite_window_matching(i))) for i in (1, 3)},
+    **{f"default_decorrelated{a:g}": ({}, lambda a=a: _on_previous_default(
+        _decorrelated_optimum(a))) for a in (0.5, 1.0)},
+    **{f"default_decorrelated_radial{a:g}": ({}, lambda a=a: _on_previous_default(
+        _decorrelated_optimum(a, True)))
        for a in (0.5, 1.0)},
-    **{f"default_decorrelated_floor{a:g}": ({}, lambda a=a: _decorrelated_optimum(a, floor=True))
+    **{f"default_decorrelated_floor{a:g}": ({}, lambda a=a: _on_previous_default(
+        _decorrelated_optimum(a, floor=True)))
        for a in (0.5, 1.0)},
-    **{f"default_error_decorrelation{a:g}": ({}, lambda a=a: _decorrelated_optimum(
-        a, before_gain=True)) for a in (0.5, 1.0)},
+    **{f"default_error_decorrelation{a:g}": ({}, lambda a=a: _on_previous_default(
+        _decorrelated_optimum(a, before_gain=True))) for a in (0.5, 1.0)},
 }
 
 
