@@ -503,11 +503,105 @@ def _decorrelated_optimum(alpha, keep_radial=False, before_gain=False, floor=Fal
     return _patched((lr, "_optimum_of_means", optimum))
 
 
+def _leakage(factor=1.0, self_term=True):
+    """The optimum's error with the wander covariance's own sampling error taken into
+    its square (twenty-ninth session): ``x_bar`` errs by ``M Q M / n`` with ``M =
+    K^-1`` (whitened by the steps, ``M ~ 2 S / c``), and M is read off a window of
+    ``N_i = n k_i`` relaxations per eigen-direction, so ``E[M_true^2] = M^2 +
+    E[dM^2]`` with, for an Ornstein-Uhlenbeck window, ``Var(dM_ij) = (1 + delta_ij)
+    M_i M_j 2 / (n (k_i + k_j))`` in the eigenbasis: a stiff direction gains ``2 /
+    N_j`` of its own error per soft direction j (the soft directions' large errors
+    leak into it through the eigenvectors' uncertainty). ``factor`` scales the
+    added term; ``self_term=False`` leaves out each direction's own ``j = i``
+    term (the leakage alone)."""
+    lr = _linear_response()
+
+    def build(window):
+        def optimum(stats, K_inv, noise_var, prior_sd):
+            p, n = len(K_inv), stats.count
+            steps = window["steps"][:p]
+            root = np.sqrt(steps)
+            K = np.linalg.inv(K_inv)
+            k, V = np.linalg.eigh(root[:, None] * K * root[None, :])
+            k = np.maximum(k, 1e-12)
+            c = float(np.exp(np.mean(np.log(steps * np.asarray(noise_var)))))
+            var = (1 + np.eye(p)) * np.outer(1 / k, 1 / k) * 2 / (n * (k[:, None] + k[None, :]))
+            if not self_term:
+                np.fill_diagonal(var, 0.0)
+            extra_y = (V * var.sum(1)) @ V.T * c / n
+            extra = factor * root[:, None] * extra_y * root[None, :]
+            x_bar = stats.shift[:p] + stats.sum_x[:p] / n
+            estimate = x_bar - K_inv @ (stats.sum_g[:p] / n)
+            error = K_inv @ (np.asarray(noise_var)[:, None] * K_inv) / n + extra
+            error = 0.5 * (error + error.T)
+            gain = error @ np.linalg.inv(error + prior_sd**2 * np.eye(p))
+            cov = error - gain @ error
+            return estimate + gain @ (x_bar - estimate), 0.5 * (cov + cov.T)
+        return [(lr, "_optimum_of_means", optimum)]
+
+    return _with_window(build)
+
+
+def _unwandered_diagonal(where="all"):
+    """The mean-field diagonal read at the window's mean scales everywhere, as before
+    the twenty-ninth session (``mean_field_curvature(wander=False)``; ``"all"``, the
+    previous default), or with the scales' wander undone everywhere, in the rule's
+    relaxation count and the release checks too (``"none"``; the default undoes it in
+    the posterior only)."""
+    import skdpvi.noise_aware as na
+
+    original = na.mean_field_curvature
+    forced = where == "none"
+
+    def diagonal(stats, n_means, sampling_rate, wander=True):
+        return original(stats, n_means, sampling_rate, wander=forced)
+
+    return _patched((_dense(), "mean_field_curvature", diagonal),
+                    (na, "mean_field_curvature", diagonal))
+
+
+def _radial_kept(unwandered=False):
+    """The bulk shrinkage before the matching with the means' own direction kept
+    unshrunk (``shrink_wander_covariance(keep=x_bar)``; twenty-ninth session): the
+    uncorrelated target gives every direction the coordinates' average curvature, but
+    logistic regression's curvature along the coefficient vector is systematically
+    smaller (the weights p (1 - p) are small where |x . beta| is large), so shrinking
+    towards it makes the coefficient vector's direction too stiff."""
+    lr = _linear_response()
+    original_shrink = lr.shrink_wander_covariance
+    original_posterior = lr.linear_response_posterior
+    state = {}
+
+    def posterior(stats, **kw):
+        p = kw["n_means"]
+        state["keep"] = stats.shift[:p] + stats.sum_x[:p] / stats.count
+        return original_posterior(stats, **kw)
+
+    def shrink(*args, **kw):
+        kw.setdefault("keep", state.get("keep"))
+        return original_shrink(*args, **kw)
+
+    patches = [(lr, "shrink_wander_covariance", shrink), (_dense(), "linear_response_posterior", posterior)]
+    if unwandered:  # on the default before the twenty-ninth session's diagonal
+        return _combined(_patched(*patches), _unwandered_diagonal())
+    return _patched(*patches)
+
+
+@contextlib.contextmanager
+def _combined(*contexts):
+    """Several variants' patches at once."""
+    with contextlib.ExitStack() as stack:
+        for context in contexts:
+            stack.enter_context(context)
+        yield
+
+
 @contextlib.contextmanager
 def _on_previous_default(context):
     """``context`` on top of the default before the twenty-eighth session (no bulk
-    shrinkage before the matching): the variants of that session were measured so."""
-    with _patched((_dense(), "MATCHED_BULK_SHRINKAGE", None)), context:
+    shrinkage before the matching, the mean-field diagonal at the window's mean
+    scales): the variants of that session were measured so."""
+    with _patched((_dense(), "MATCHED_BULK_SHRINKAGE", None)), _unwandered_diagonal(), context:
         yield
 
 
@@ -563,13 +657,24 @@ VARIANTS = {
     # chosen on the twenty-eighth session's cells, then run on the hold-outs
     "default_bulk1_gated": ({}, lambda: _bulk_shrunk_matching(1.0, 10.0, 0.85)),
     # the default before the twenty-eighth session (no bulk shrinkage before matching)
-    "default_unshrunk_matching": ({}, lambda: _patched(
-        (_dense(), "MATCHED_BULK_SHRINKAGE", None))),
+    "default_unshrunk_matching": ({}, lambda: _on_previous_default(contextlib.nullcontext())),
     "default_bulk_level": ({}, lambda: _on_previous_default(_bulk_to_own_level(False))),
     "default_bulk_level_matched": ({}, lambda: _bulk_to_own_level(True)),
     "shrunk_bulk_level": ({"error_model": "dense_shrunk"},
                           lambda: _on_previous_default(_bulk_to_own_level(False))),
     "shrunk": ({"error_model": "dense_shrunk"}, None),
+    # twenty-ninth session: the wander covariance's sampling error in the optimum's
+    **{f"default_leak{f:g}": ({}, lambda f=f: _leakage(f)) for f in (0.25, 0.5, 1.0, 2.0)},
+    # the default before the twenty-ninth session (the scales' wander not undone), and
+    # the correction in the rule's relaxation count and the release checks as well
+    "default_unwandered_diagonal": ({}, _unwandered_diagonal),
+    "default_wandered_gates": ({}, lambda: _unwandered_diagonal("none")),
+    "default_radial_kept": ({}, _radial_kept),
+    "default_radial_kept_unwandered": ({}, lambda: _radial_kept(True)),
+    # the finite window's deflation undone on top of the twenty-ninth session's default
+    **{f"default29_window_matched{i}": ({}, lambda i=i: _finite_window_matching(i))
+       for i in (1, 2, 3)},
+    **{f"default_leakx{f:g}": ({}, lambda f=f: _leakage(f, False)) for f in (0.25, 0.5, 1.0)},
     **{f"default_window_matched{i}": ({}, lambda i=i: _on_previous_default(
         _finite_window_matching(i))) for i in (1, 3)},
     **{f"default_decorrelated{a:g}": ({}, lambda a=a: _on_previous_default(

@@ -92,7 +92,10 @@ def window_relaxations(result, n_params):
     ndarray of shape (n_params,)
     """
     p = int(n_params)
-    diagonal = mean_field_curvature(result.stats, p, result.sampling_rate)
+    # read at the window's mean scales: the rule's thresholds were chosen on this
+    # reading (undoing the scales' wander here moved fits between the models and
+    # cost small-data cells; results page, "The scales' wander")
+    diagonal = mean_field_curvature(result.stats, p, result.sampling_rate, wander=False)
     return result.stats.count * np.asarray(result.learning_rate, float)[:p] * diagonal
 
 

@@ -61,7 +61,7 @@ def matched_intercept_inflation(result, n_params, prior_scale, flat_directions=N
         F = np.atleast_2d(flat_directions)
         P = np.eye(p) - F.T @ F
         K = P @ K @ P + np.linalg.eigvalsh(K)[-1] * 1e6 * F.T @ F
-    diagonal = mean_field_curvature(stats, p, result.sampling_rate)
+    diagonal = mean_field_curvature(stats, p, result.sampling_rate, wander=False)
     return float(np.linalg.inv(K)[-1, -1] * diagonal[-1])
 
 

@@ -193,6 +193,32 @@ def test_mean_field_curvature_reads_the_scales():
     np.testing.assert_allclose(mean_field_curvature(stats, 3, 0.1), 0.1 / 0.25)
 
 
+
+def test_mean_field_curvature_undoes_the_scales_wander():
+    # constant-step SGD on a scale coordinate rho (s = softplus(rho)) with the expected
+    # gradient s'(rho) (1 / s - s H) and noise: it settles where the *average* gradient
+    # vanishes, so softplus(mean rho) is low and 1 / s^2 stiff; the corrected reading
+    # solves the averaged stationarity condition
+    H, chains, steps, step = 100.0, 20, 20_000, 0.01
+    rng = np.random.default_rng(3)
+    rho = np.full(chains, np.log(np.expm1(H**-0.5)))
+    trace = np.empty((steps + 1, chains))
+    trace[0] = rho
+    for t in range(steps):
+        s, slope = np.logaddexp(0.0, rho), 0.5 * (1 + np.tanh(0.5 * rho))
+        rho = rho + step * (slope * (1 / s - s * H) + 3.8 * rng.standard_normal(chains))
+        trace[t + 1] = rho
+    burn_in = 2_000
+    phi = np.stack([np.zeros_like(trace), trace], axis=-1).transpose(1, 0, 2)  # (chains, T+1, 2)
+    corrected, plain = [], []
+    for chain in phi:
+        stats = TraceStatistics.from_trace(chain, np.zeros((steps, 2)), burn_in)
+        corrected.append(mean_field_curvature(stats, 1, 1.0)[0])
+        plain.append(mean_field_curvature(stats, 1, 1.0, wander=False)[0])
+    assert np.std(trace[burn_in:]) > 0.15  # the wander is real
+    assert np.mean(corrected) == pytest.approx(H, rel=0.02)
+    assert np.mean(plain) > 1.05 * H
+
 def _one_direction_stats(x_bar, g_bar, n):
     """TraceStatistics of a window with the given means of x and g (sums only)."""
     d = len(x_bar)
