@@ -587,6 +587,204 @@ def _radial_kept(unwandered=False):
     return _patched(*patches)
 
 
+def _radial_reading(models=("matched", "window"), blend=1.0, inverse=False):
+    """The curvature along the means' own direction read off the wander's projection on
+    it alone (twenty-ninth session): the direction is fixed before the covariance is
+    looked at, so its one sample variance has no eigenvalue spread, and the
+    finite-window inversion (``_relaxation_times``) undoes the deflation of a direction
+    that relaxes a few times (the coefficient vector's: 6 relaxations against 18 for the
+    others on 10 Gaussian features, where the matched curvature reads it 1.6-1.8 times
+    too stiff). The curvature's quadratic form along that direction (whitened by the
+    steps) is replaced by the reading (``blend``: the fraction of the way), the
+    eigenvalues floored as before. ``models``: apply after ``matched_curvature``
+    and/or ``window_curvature``. ``inverse``: set the inverse curvature's quadratic
+    form instead (the wander's variance along the direction is ``(q / 2) u' M^-1 u``
+    for any u, an eigen-direction or not), ``1 / rate``."""
+    lr = _linear_response()
+    original_matched = lr.matched_curvature
+    original_window = lr.window_curvature
+    original_posterior = lr.linear_response_posterior
+    state = {}
+
+    def posterior(stats, **kw):
+        p = kw["n_means"]
+        state.update(x_bar=stats.shift[:p] + stats.sum_x[:p] / stats.count, n=stats.count)
+        return original_posterior(stats, **kw)
+
+    def adjust(K, S, steps, noise_var, floor):
+        steps = np.asarray(steps, float)
+        root = np.sqrt(steps)
+        innovation = float(np.exp(np.mean(np.log(steps * np.asarray(noise_var, float)))))
+        u = state["x_bar"] / root
+        u = u / np.linalg.norm(u)
+        S_w = S / np.outer(root, root)
+        n = state["n"]
+        ratio = max(u @ S_w @ u, 0.0) / (n * innovation / 6)
+        rate = max(lr._relaxation_times(ratio) / n, floor * (u**2 @ steps))
+        M = K * np.outer(root, root)
+        if inverse:
+            C = np.linalg.inv(M)
+            C = C + blend * (1 / rate - u @ C @ u) * np.outer(u, u)
+            lam, U = np.linalg.eigh(0.5 * (C + C.T))
+            M = (U / np.maximum(lam, 1e-12 * lam.max())) @ U.T
+        else:
+            current = u @ M @ u
+            M = M + blend * (rate - current) * np.outer(u, u)
+        lam, U = np.linalg.eigh(0.5 * (M + M.T))
+        M = (U * np.maximum(lam, floor * (U**2).T @ steps)) @ U.T
+        return M / np.outer(root, root)
+
+    def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
+        K, info = original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
+        return adjust(K, S, steps, noise_var, floor), info
+
+    def window(covariance, steps, noise_var, n_steps, floor=0.0):
+        K, n_relax = original_window(covariance, steps, noise_var, n_steps, floor)
+        return adjust(K, covariance, steps, noise_var, floor), n_relax
+
+    patches = [(lr, "linear_response_posterior", posterior),
+               (_dense(), "linear_response_posterior", posterior)]
+    if "matched" in models:
+        patches.append((lr, "matched_curvature", matched))
+    if "window" in models or "dense" in models:
+        patches.append((lr, "window_curvature", window))
+    return _patched(*patches)
+
+
+#: max_z sigma'(z) z^2: one row's largest share of sum_i sigma'(z_i) z_i^2
+#: (``curvature_oracles.RADIAL_SENSITIVITY``).
+RADIAL_SENSITIVITY = 0.4393
+
+
+def _radial_truth(share=None, models=("matched", "window")):
+    """The curvature along the means' own direction u = x_bar / |x_bar| set to the
+    data's (twenty-ninth session; the twenty-second session's ``shrunk1+radial`` on
+    the present default): ``kappa (sum_i sigma'(z_i) z_i^2 / |x_bar|^2 + 1 / tau^2)``
+    with ``z_i`` the rows' logits at the window's mean, cross terms with u 0, after
+    whichever curvature the default reads. **Not private** as it stands (``share``
+    None: the oracle); with ``share`` the sum gets the noise of a Gaussian mechanism
+    of sensitivity :data:`RADIAL_SENSITIVITY` spending that share of the budget's
+    mu^2 (drawn here, not composed with the run's accounting). ``models``: after
+    ``matched_curvature`` ("dense_matched") and/or ``window_curvature`` ("dense",
+    "dense_shrunk")."""
+    lr = _linear_response()
+    module = sys.modules[__name__]
+    original_simulate = module.simulate
+    original_matched = lr.matched_curvature
+    original_window = lr.window_curvature
+    original_posterior = lr.linear_response_posterior
+    state = {}
+
+    def simulate_recorded(cell, seed):
+        theta, X, y = original_simulate(cell, seed)
+        name = {"corr": "corrb", "corr03": "corrb03"}.get(cell, cell)
+        state.update(X=X, seed=seed, epsilon=CELLS[name][4], tau=prior_scale(name))
+        return theta, X, y
+
+    def posterior(stats, **kw):
+        p = kw["n_means"]
+        state.update(x_bar=stats.shift[:p] + stats.sum_x[:p] / stats.count,
+                     kappa=kw["sampling_rate"], shrunk=kw.get("diagonal_curvature") is not None)
+        return original_posterior(stats, **kw)
+
+    def radial(K, floor):
+        x_bar = state["x_bar"]
+        A = np.c_[state["X"], np.ones(len(state["X"]))]
+        z = A @ x_bar
+        w = 0.25 / np.cosh(0.5 * z) ** 2
+        total = float(w @ z**2)
+        if share is not None:
+            from skdpvi.accounting import noise_multiplier
+            mu = 1.0 / noise_multiplier(state["epsilon"], 1e-5, 1.0, 1)[0]
+            rng = np.random.default_rng(state["seed"] + 7919)
+            total = max(total + rng.normal(0.0, RADIAL_SENSITIVITY / (mu * np.sqrt(share))), 0.0)
+        k_u = state["kappa"] * (total / (x_bar @ x_bar) + 1.0 / state["tau"] ** 2)
+        u = x_bar / np.linalg.norm(x_bar)
+        P = np.eye(len(K)) - np.outer(u, u)
+        return P @ K @ P + max(k_u, floor) * np.outer(u, u)
+
+    def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
+        K, info = original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
+        return radial(K, floor), info
+
+    def window(covariance, steps, noise_var, n_steps, floor=0.0):
+        K, n_relax = original_window(covariance, steps, noise_var, n_steps, floor)
+        if "window" not in models and state["shrunk"]:  # "dense" only
+            return K, n_relax
+        return radial(K, floor), n_relax
+
+    patches = [(module, "simulate", simulate_recorded),
+               (lr, "linear_response_posterior", posterior),
+               (_dense(), "linear_response_posterior", posterior)]
+    if "matched" in models:
+        patches.append((lr, "matched_curvature", matched))
+    if "window" in models or "dense" in models:
+        patches.append((lr, "window_curvature", window))
+    return _patched(*patches)
+
+
+def _stationary_width():
+    """The probit correction's width read off the stationary wander the posterior's
+    curvature implies, ``S = (q / 2) K^-1`` (q the innovation ``steps * noise_var``),
+    instead of the window's sample covariance (twenty-ninth session): a direction that
+    relaxes a few times in the window shows a deflated sample variance, so where the
+    trace's slowest direction (the coefficient vector's) is read right, the window
+    understates the wander's Jensen bias."""
+    dense = _dense()
+    original_width = dense.logistic_wander_width
+    state = {}
+
+    def posterior(stats, **kw):  # wraps whatever is in place when the patch starts
+        p = kw["n_means"]
+        state["q"] = float(np.exp(np.mean(np.log(np.asarray(kw["learning_rate"])[:p]
+                                                 * np.asarray(kw["noise_std"])[:p] ** 2))))
+        return state["inner"](stats, **kw)
+
+    def width(stats, **kw):
+        K = kw.get("curvature")
+        if K is None:
+            return original_width(stats, **kw)
+        p, n = int(kw["n_means"]), stats.count
+        kappa, tau2 = float(kw["sampling_rate"]), float(kw.get("prior_scale", 1.0)) ** 2
+        H_lik = K / kappa - np.eye(p) / tau2
+        tr_hs = 0.5 * state["q"] * float(np.sum(H_lik * np.linalg.inv(K)))
+        rho = stats.shift[p:2 * p] + stats.sum_x[p:2 * p] / n
+        h00 = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+        return float(tr_hs / h00) if tr_hs > 0 and h00 > 0 else 0.0
+
+    @contextlib.contextmanager
+    def context():
+        state["inner"] = dense.linear_response_posterior
+        with _patched((dense, "linear_response_posterior", posterior),
+                      (dense, "logistic_wander_width", width)):
+            yield
+
+    return context()
+
+
+def _width_wander():
+    """The probit correction's width with its intercept curvature ``h00`` read with the
+    scales' wander undone too (``mean_field_curvature``'s default; the width reads the
+    plain ``1 / softplus(rho_bar)^2``)."""
+    from skdpvi.noise_aware import mean_field_curvature
+
+    dense = _dense()
+    original = dense.logistic_wander_width
+
+    def width(stats, **kw):
+        value = original(stats, **kw)
+        if value <= 0:
+            return value
+        p, n = int(kw["n_means"]), stats.count
+        kappa, tau2 = float(kw["sampling_rate"]), float(kw.get("prior_scale", 1.0)) ** 2
+        rho = stats.shift[p:2 * p] + stats.sum_x[p:2 * p] / n
+        plain = 1.0 / np.logaddexp(0.0, rho[-1]) ** 2 - 1.0 / tau2
+        corrected = mean_field_curvature(stats, p, kappa)[-1] / kappa - 1.0 / tau2
+        return value * plain / corrected if corrected > 0 else value
+
+    return _patched((dense, "logistic_wander_width", width))
+
+
 @contextlib.contextmanager
 def _combined(*contexts):
     """Several variants' patches at once."""
@@ -670,6 +868,23 @@ VARIANTS = {
     "default_unwandered_diagonal": ({}, _unwandered_diagonal),
     "default_wandered_gates": ({}, lambda: _unwandered_diagonal("none")),
     "default_radial_kept": ({}, _radial_kept),
+    "default_radial_read": ({}, _radial_reading),
+    "default_radial_read_matched": ({}, lambda: _radial_reading(("matched",))),
+    "default_radial_read_half": ({}, lambda: _radial_reading(blend=0.5)),
+    "default_radial_inverse": ({}, lambda: _radial_reading(inverse=True)),
+    "default_radial_oracle": ({}, _radial_truth),
+    "default_radial_private0.02": ({}, lambda: _radial_truth(0.02)),
+    "default_stationary_width": ({}, _stationary_width),
+    "default_width_wander": ({}, _width_wander),
+    "default_radial_oracle_window": ({}, lambda: _radial_truth(models=("window",))),
+    "default_radial_private0.02_window": ({}, lambda: _radial_truth(0.02, ("window",))),
+    "default_radial_oracle_dense": ({}, lambda: _radial_truth(models=("dense",))),
+    "default_radial_private0.02_dense": ({}, lambda: _radial_truth(0.02, ("dense",))),
+    "default_radial_oracle_stationary_width": ({}, lambda: _combined(_radial_truth(),
+                                                                     _stationary_width())),
+    **{f"default_radial_oracle_probit{f:g}": ({}, lambda f=f: _combined(_radial_truth(), _width(f)))
+       for f in (0.5, 1.5, 2.0)},
+    "default_radial_inverse_matched": ({}, lambda: _radial_reading(("matched",), inverse=True)),
     "default_radial_kept_unwandered": ({}, lambda: _radial_kept(True)),
     # the finite window's deflation undone on top of the twenty-ninth session's default
     **{f"default29_window_matched{i}": ({}, lambda i=i: _finite_window_matching(i))

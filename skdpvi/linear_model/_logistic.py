@@ -152,7 +152,9 @@ default="auto"
         misses". For joint statements about the coefficients. "dense_matched":
         "dense" with the curvature matched to the diagonal the released mean-field
         scales fix (:func:`~skdpvi.noise_aware.matched_curvature`; ``onehot_blocks``'
-        flat directions at the prior's), the wander's noise bulk shrunk first where
+        flat directions at the prior's; the diagonal, here and in "dense_shrunk", read
+        with the scales' own wander undone, :func:`~skdpvi.noise_aware.mean_field_curvature`,
+        twenty-ninth session), the wander's noise bulk shrunk first where
         the window holds at least 10 relaxation times and at most 0.85 means per
         relaxation (twenty-eighth session; ten Gaussian features: TARP 0.049 / 0.051
         -> 0.020 / 0.030): for coefficients of centred continuous
