@@ -99,6 +99,16 @@ def one(cell, row):
             d = estimate - m_vi
             out[key] = float(d @ np.linalg.solve(error, d) / p)
         out["diagonal_over_true"] = np.diag(captured["curvature"]) / np.diag(true_K)
+        out["components_over_laplace"] = (np.diag(captured["component_covariance"])
+                                          / np.diag(laplace_cov))
+        # the two halves' optima (the same curvature) differ by twice the full window's
+        # stated error if the model's noise is all there is: chi^2 / p of their
+        # half-difference against the stated error
+        halves = [_optimum_of_means(h, np.linalg.inv(captured["curvature"]), noise_var, 1.0)[0]
+                  for h in stats.halves]
+        d = 0.5 * (halves[0] - halves[1])
+        error = captured["covariance"]
+        out["halves"] = float(d @ np.linalg.solve(error, d) / p)
         K_hat, steps = captured["curvature"], np.asarray(result.learning_rate[:p])
         u = np.r_[w_map[:-1], 0.0]
         u /= np.linalg.norm(u)
@@ -140,6 +150,9 @@ def main():
             entry["by_model"][m] = {
                 "n": len(F), "chi2_per_p_stated": float(np.mean([f["stated"] for f in F])),
                 "chi2_per_p_true_curvature": float(np.mean([f["true_curvature"] for f in F])),
+                "chi2_per_p_halves": float(np.mean([f["halves"] for f in F])),
+                "components_over_laplace": np.median([f["components_over_laplace"] for f in F],
+                                                     0).tolist(),
                 "diagonal_over_true": np.median([f["diagonal_over_true"] for f in F], 0).tolist(),
                 **{k: float(np.median([f[k] for f in F])) for k in (
                     "radial_over_true", "orthogonal_over_true", "relaxations_radial",
@@ -151,8 +164,10 @@ def main():
         print(f"{cell}: scales / exact, corrected {fmt}")
         print(f"{cell}: sd of rho in the window {np.array2string(np.array(median['rho_sd']), precision=2)}")
         for m, e in entry["by_model"].items():
+            comp = np.array2string(np.array(e["components_over_laplace"]), precision=2)
             print(f"  {m} ({e['n']}): optimum chi2/p {e['chi2_per_p_stated']:.2f} stated, "
-                  f"{e['chi2_per_p_true_curvature']:.2f} with the true curvature; diagonal / "
+                  f"{e['chi2_per_p_true_curvature']:.2f} with the true curvature, halves "
+                  f"{e['chi2_per_p_halves']:.2f}; components / Laplace {comp}; diagonal / "
                   f"true {np.array2string(np.array(e['diagonal_over_true']), precision=2)}; "
                   f"curvature / true along u {e['radial_over_true']:.2f}, orthogonal "
                   f"{e['orthogonal_over_true']:.2f}; true relaxations along u "

@@ -242,7 +242,7 @@ def mean_field_curvature(stats, n_means, sampling_rate, wander=True):
     window's average instead: ``H_jj = E[s' / s] / E[s s']`` over rho ~ N(window
     mean, window variance) (Gauss-Hermite). Read at the window's mean alone
     (``wander=False``) the scales come out low and the curvature stiff: by 5-10 % on
-    10 Gaussian features (rho wandering with sd 0.16), against 0-2 % with the
+    10 Gaussian features (rho wandering with sd 0.16), against 2-4 % with the
     correction, both measured against the exact mean-field optimum of the same data
     (``doc/results.rst``, "The scales' wander").
 
