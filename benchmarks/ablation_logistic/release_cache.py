@@ -20,6 +20,14 @@ much larger before burn-in) and ``_anneal`` (the means' step ``c^(1 - t / t_end)
 times the default before three quarters of the burn-in; results page, "Two steps that
 follow the release").
 
+A variant patches the package's *current* default: the twenty-eighth session's joint
+repairs and ``default_unshrunk_matching`` are pinned (``_on_previous_default``) to the
+default they were measured on, ``default_unwandered_diagonal`` is the default before
+the twenty-ninth session; the older variants run on today's default, so their figures
+on the results page (measured on the default of their session) may differ from a rerun
+by the later changes. The ``_radial_truth`` variants read the simulation's rows (they
+are oracles) and need ``--n-jobs 1``.
+
 Run::
 
     python benchmarks/ablation_logistic/release_cache.py run gauss corrb --n-sim 200
