@@ -595,6 +595,31 @@ def _radial_kept(unwandered=False):
     return _patched(*patches)
 
 
+def _after_curvature(adjust, models, skip=lambda: False):
+    """Patches that pass the curvature ``matched_curvature`` ("matched" in ``models``)
+    and/or ``window_curvature`` ("window", or "dense": then ``skip()`` may leave a
+    call alone) return through ``adjust(K, S, steps, noise_var, floor)``."""
+    lr = _linear_response()
+    original_matched, original_window = lr.matched_curvature, lr.window_curvature
+
+    def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
+        K, info = original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
+        return adjust(K, S, steps, noise_var, floor), info
+
+    def window(covariance, steps, noise_var, n_steps, floor=0.0):
+        K, n_relax = original_window(covariance, steps, noise_var, n_steps, floor)
+        if skip():
+            return K, n_relax
+        return adjust(K, covariance, steps, noise_var, floor), n_relax
+
+    patches = []
+    if "matched" in models:
+        patches.append((lr, "matched_curvature", matched))
+    if "window" in models or "dense" in models:
+        patches.append((lr, "window_curvature", window))
+    return patches
+
+
 def _radial_reading(models=("matched", "window"), blend=1.0, inverse=False):
     """The curvature along the means' own direction read off the wander's projection on
     it alone (twenty-ninth session): the direction is fixed before the covariance is
@@ -609,8 +634,6 @@ def _radial_reading(models=("matched", "window"), blend=1.0, inverse=False):
     form instead (the wander's variance along the direction is ``(q / 2) u' M^-1 u``
     for any u, an eigen-direction or not), ``1 / rate``."""
     lr = _linear_response()
-    original_matched = lr.matched_curvature
-    original_window = lr.window_curvature
     original_posterior = lr.linear_response_posterior
     state = {}
 
@@ -642,21 +665,9 @@ def _radial_reading(models=("matched", "window"), blend=1.0, inverse=False):
         M = (U * np.maximum(lam, floor * (U**2).T @ steps)) @ U.T
         return M / np.outer(root, root)
 
-    def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
-        K, info = original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
-        return adjust(K, S, steps, noise_var, floor), info
-
-    def window(covariance, steps, noise_var, n_steps, floor=0.0):
-        K, n_relax = original_window(covariance, steps, noise_var, n_steps, floor)
-        return adjust(K, covariance, steps, noise_var, floor), n_relax
-
-    patches = [(lr, "linear_response_posterior", posterior),
-               (_dense(), "linear_response_posterior", posterior)]
-    if "matched" in models:
-        patches.append((lr, "matched_curvature", matched))
-    if "window" in models or "dense" in models:
-        patches.append((lr, "window_curvature", window))
-    return _patched(*patches)
+    return _patched((lr, "linear_response_posterior", posterior),
+                    (_dense(), "linear_response_posterior", posterior),
+                    *_after_curvature(adjust, models))
 
 
 #: max_z sigma'(z) z^2: one row's largest share of sum_i sigma'(z_i) z_i^2
@@ -678,8 +689,6 @@ def _radial_truth(share=None, models=("matched", "window")):
     lr = _linear_response()
     module = sys.modules[__name__]
     original_simulate = module.simulate
-    original_matched = lr.matched_curvature
-    original_window = lr.window_curvature
     original_posterior = lr.linear_response_posterior
     state = {}
 
@@ -695,7 +704,7 @@ def _radial_truth(share=None, models=("matched", "window")):
                      kappa=kw["sampling_rate"], shrunk=kw.get("diagonal_curvature") is not None)
         return original_posterior(stats, **kw)
 
-    def radial(K, floor):
+    def radial(K, S, steps, noise_var, floor):
         x_bar = state["x_bar"]
         A = np.c_[state["X"], np.ones(len(state["X"]))]
         z = A @ x_bar
@@ -711,24 +720,13 @@ def _radial_truth(share=None, models=("matched", "window")):
         P = np.eye(len(K)) - np.outer(u, u)
         return P @ K @ P + max(k_u, floor) * np.outer(u, u)
 
-    def matched(S, steps, noise_var, diagonal, floor=0.0, flat_directions=None):
-        K, info = original_matched(S, steps, noise_var, diagonal, floor, flat_directions)
-        return radial(K, floor), info
+    def dense_only():  # "dense" in models: leave the shrunk model's window curvature
+        return "window" not in models and state["shrunk"]
 
-    def window(covariance, steps, noise_var, n_steps, floor=0.0):
-        K, n_relax = original_window(covariance, steps, noise_var, n_steps, floor)
-        if "window" not in models and state["shrunk"]:  # "dense" only
-            return K, n_relax
-        return radial(K, floor), n_relax
-
-    patches = [(module, "simulate", simulate_recorded),
-               (lr, "linear_response_posterior", posterior),
-               (_dense(), "linear_response_posterior", posterior)]
-    if "matched" in models:
-        patches.append((lr, "matched_curvature", matched))
-    if "window" in models or "dense" in models:
-        patches.append((lr, "window_curvature", window))
-    return _patched(*patches)
+    return _patched((module, "simulate", simulate_recorded),
+                    (lr, "linear_response_posterior", posterior),
+                    (_dense(), "linear_response_posterior", posterior),
+                    *_after_curvature(radial, models, dense_only))
 
 
 def _stationary_width():
