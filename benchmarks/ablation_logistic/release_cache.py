@@ -796,6 +796,46 @@ def _width_wander():
     return _patched((dense, "logistic_wander_width", width))
 
 
+def _scale_lag(reading="second_half"):
+    """The posterior's mean-field diagonal read where the scales are going rather than
+    where they were (twenty-ninth session): the scales drift up through the window
+    (their second half's rho is 0.4-0.7 of the window's sd above the first's: they
+    follow the means' slow outward relaxation), so the window's mean reads the
+    curvature of means not yet at their optimum. ``"second_half"``: the second half's
+    rho (mean and variance); ``"end"``: the window's mean moved by the halves'
+    difference (linear trend to the window's end), the variance of the second half."""
+    import copy
+
+    from skdpvi.noise_aware import mean_field_curvature
+
+    dense = _dense()
+    original = dense.dense_posterior
+
+    def diagonal(stats, n_means, sampling_rate, wander=True):
+        if not wander or stats.halves is None:
+            return mean_field_curvature(stats, n_means, sampling_rate, wander=wander)
+        first, second = stats.halves
+        if reading == "second_half":
+            return mean_field_curvature(second, n_means, sampling_rate)
+        p = int(n_means)
+        moved = copy.copy(second)
+        drift = second.sum_x / second.count - first.sum_x / first.count
+        centre = stats.sum_x / stats.count
+        moved.sum_x = second.count * (centre + drift)
+        # keep the second half's variance about the moved mean
+        var = second.sum_xx / second.count - (second.sum_x / second.count) ** 2
+        moved.sum_xx = second.count * (var + (centre + drift) ** 2)
+        del p
+        return mean_field_curvature(moved, n_means, sampling_rate)
+
+    def posterior(*args, **kw):
+        with _patched((dense, "mean_field_curvature", diagonal)):
+            return original(*args, **kw)
+
+    from skdpvi.linear_model import _logistic_error_models
+    return _patched((_logistic_error_models, "dense_posterior", posterior))
+
+
 @contextlib.contextmanager
 def _combined(*contexts):
     """Several variants' patches at once."""
@@ -887,6 +927,8 @@ VARIANTS = {
     "default_radial_private0.02": ({}, lambda: _radial_truth(0.02)),
     "default_stationary_width": ({}, _stationary_width),
     "default_width_wander": ({}, _width_wander),
+    "default_scale_second_half": ({}, _scale_lag),
+    "default_scale_end": ({}, lambda: _scale_lag("end")),
     "default_radial_oracle_window": ({}, lambda: _radial_truth(models=("window",))),
     "default_radial_private0.02_window": ({}, lambda: _radial_truth(0.02, ("window",))),
     "default_radial_oracle_dense": ({}, lambda: _radial_truth(models=("dense",))),
