@@ -799,7 +799,7 @@ def _width_wander():
 def _scale_lag(reading="second_half"):
     """The posterior's mean-field diagonal read where the scales are going rather than
     where they were (twenty-ninth session): the scales drift up through the window
-    (their second half's rho is 0.4-0.7 of the window's sd above the first's: they
+    (their second half's rho is 0.37-0.67 of the window's sd above the first's: they
     follow the means' slow outward relaxation), so the window's mean reads the
     curvature of means not yet at their optimum. ``"second_half"``: the second half's
     rho (mean and variance); ``"end"``: the window's mean moved by the halves'
