@@ -817,7 +817,6 @@ def _scale_lag(reading="second_half"):
         first, second = stats.halves
         if reading == "second_half":
             return mean_field_curvature(second, n_means, sampling_rate)
-        p = int(n_means)
         moved = copy.copy(second)
         drift = second.sum_x / second.count - first.sum_x / first.count
         centre = stats.sum_x / stats.count
@@ -825,7 +824,6 @@ def _scale_lag(reading="second_half"):
         # keep the second half's variance about the moved mean
         var = second.sum_xx / second.count - (second.sum_x / second.count) ** 2
         moved.sum_xx = second.count * (var + (centre + drift) ** 2)
-        del p
         return mean_field_curvature(moved, n_means, sampling_rate)
 
     def posterior(*args, **kw):

@@ -51,14 +51,12 @@ privacy and does not grow with T.
 import numpy as np
 from scipy.optimize import brentq
 
+from ..models._quadrature import gaussian_expectation, log_softplus, sigmoid, softplus
 from ..models.components import GaussianComponents
 from .coupling import _optimum_of_means
 from .diagonal_matching import matched_curvature
 from .extrapolation import uncertain_extrapolation
 from .statistics_sampling import _psd_cholesky
-
-_WANDER_NODES, _WANDER_WEIGHTS = np.polynomial.hermite_e.hermegauss(20)
-_WANDER_WEIGHTS = _WANDER_WEIGHTS / _WANDER_WEIGHTS.sum()
 
 __all__ = ["window_curvature", "shrink_wander_covariance", "mean_field_curvature",
            "linear_response_posterior"]
@@ -240,7 +238,7 @@ def mean_field_curvature(stats, n_means, sampling_rate, wander=True):
     coordinate's expected gradient, ``s'(rho) (1 / s - s H_jj)``, is not linear in
     rho, so with ``wander=True`` (the default) ``H_jj`` solves the stationarity of the
     window's average instead: ``H_jj = E[s' / s] / E[s s']`` over rho ~ N(window
-    mean, window variance) (Gauss-Hermite). Read at the window's mean alone
+    mean, window variance) (Gauss-Hermite, :mod:`skdpvi.models._quadrature`). Read at the window's mean alone
     (``wander=False``) the scales come out low and the curvature stiff: by 5-10 % on
     10 Gaussian features (rho wandering with sd 0.16), against 2-4 % with the
     correction, both measured against the exact mean-field optimum of the same data
@@ -265,11 +263,17 @@ def mean_field_curvature(stats, n_means, sampling_rate, wander=True):
     rho = stats.shift[p:2 * p] + stats.sum_x[p:2 * p] / n
     if not wander:
         return float(sampling_rate) / np.logaddexp(0.0, rho) ** 2
-    var = np.maximum(stats.sum_xx[p:2 * p] / n - (stats.sum_x[p:2 * p] / n) ** 2, 0.0)
-    u = rho[:, None] + np.sqrt(var)[:, None] * _WANDER_NODES
-    s = np.logaddexp(0.0, u)
-    slope = 0.5 * (1.0 + np.tanh(0.5 * u))  # softplus' = sigmoid
-    return float(sampling_rate) * ((slope / s) @ _WANDER_WEIGHTS) / ((s * slope) @ _WANDER_WEIGHTS)
+    sd = np.sqrt(np.maximum(stats.sum_xx[p:2 * p] / n - (stats.sum_x[p:2 * p] / n) ** 2, 0.0))
+    # E[s' / s] = d/d rho_bar E[log s] and E[s s'] = d/d rho_bar E[s^2 / 2]
+    _, mean_slope_over_s, _ = gaussian_expectation(log_softplus, rho, sd)
+    _, mean_s_slope, _ = gaussian_expectation(_half_softplus_squared, rho, sd)
+    return float(sampling_rate) * mean_slope_over_s / mean_s_slope
+
+
+def _half_softplus_squared(u):
+    """``softplus(u)^2 / 2`` and its derivative ``softplus(u) sigmoid(u)``."""
+    s = softplus(u)
+    return 0.5 * s * s, s * sigmoid(u)
 
 
 def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampling_rate,
