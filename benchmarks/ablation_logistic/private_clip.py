@@ -72,7 +72,9 @@ def main():
     parser.add_argument("--rho", type=float, default=0.0)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--n-sim", type=int, default=200)
-    parser.add_argument("--variants", nargs="+", default=["auto", "fixed"])
+    parser.add_argument("--variants", nargs="+", default=["auto", "fixed"],
+                        help="auto, fixed, or exact (the non-private exact posterior, "
+                             "importance-resampled: the yardstick on the same simulations)")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", nargs="*", default=[], metavar="PARAM=VALUE",
@@ -118,6 +120,9 @@ def main():
         blocks = [[6, 7, 8, 9]] if args.onehot else None
         est = DPBayesianLogisticRegression(epsilon=args.epsilon, clip_norm=clip,
                                            onehot_blocks=blocks, **extra)
+        if variant == "exact":  # the non-private exact posterior on the same simulations
+            from laplace_yardstick import ExactLogistic
+            est = ExactLogistic()
         start = time.perf_counter()
         study = run_tarp_study(est, sim, n_simulations=args.n_sim, n_jobs=args.n_jobs,
                                random_state=args.seed)

@@ -680,7 +680,7 @@ def _radial_reading(models=("matched", "window"), blend=1.0, inverse=False):
 RADIAL_SENSITIVITY = 0.4393
 
 
-def _radial_truth(share=None, models=("matched", "window")):
+def _radial_truth(share=None, models=("matched", "window"), form="replace"):
     """The curvature along the means' own direction u = x_bar / |x_bar| set to the
     data's (twenty-ninth session; the twenty-second session's ``shrunk1+radial`` on
     the present default): ``kappa (sum_i sigma'(z_i) z_i^2 / |x_bar|^2 + 1 / tau^2)``
@@ -690,7 +690,10 @@ def _radial_truth(share=None, models=("matched", "window")):
     of sensitivity :data:`RADIAL_SENSITIVITY` spending that share of the budget's
     mu^2 (drawn here, not composed with the run's accounting). ``models``: after
     ``matched_curvature`` ("dense_matched") and/or ``window_curvature`` ("dense",
-    "dense_shrunk")."""
+    "dense_shrunk"). ``form``: "replace" (u's cross terms set to 0, as above),
+    "rank1" (thirtieth session: ``K + (k_u - u' K u) u u'``, the cross terms kept, the
+    eigenvalues floored at the prior's curvature) or "decouple" (u's cross terms set to
+    0, its own curvature kept: reads nothing of the data)."""
     lr = _linear_response()
     module = sys.modules[__name__]
     original_simulate = module.simulate
@@ -722,6 +725,13 @@ def _radial_truth(share=None, models=("matched", "window")):
             total = max(total + rng.normal(0.0, RADIAL_SENSITIVITY / (mu * np.sqrt(share))), 0.0)
         k_u = state["kappa"] * (total / (x_bar @ x_bar) + 1.0 / state["tau"] ** 2)
         u = x_bar / np.linalg.norm(x_bar)
+        if form == "decouple":  # u's cross terms set to 0, its curvature kept: no oracle
+            P = np.eye(len(K)) - np.outer(u, u)
+            return P @ K @ P + (u @ K @ u) * np.outer(u, u)
+        if form == "rank1":
+            M = K + (max(k_u, floor) - u @ K @ u) * np.outer(u, u)
+            lam, U = np.linalg.eigh(0.5 * (M + M.T))
+            return (U * np.maximum(lam, floor)) @ U.T
         P = np.eye(len(K)) - np.outer(u, u)
         return P @ K @ P + max(k_u, floor) * np.outer(u, u)
 
@@ -931,6 +941,15 @@ VARIANTS = {
     "default_radial_private0.02_window": ({}, lambda: _radial_truth(0.02, ("window",))),
     "default_radial_oracle_dense": ({}, lambda: _radial_truth(models=("dense",))),
     "default_radial_private0.02_dense": ({}, lambda: _radial_truth(0.02, ("dense",))),
+    # thirtieth session: the same with u's cross terms kept (a rank-one update)
+    "default_radial_oracle_dense_rank1": ({}, lambda: _radial_truth(models=("dense",),
+                                                                    form="rank1")),
+    "default_radial_private0.02_dense_rank1": ({}, lambda: _radial_truth(
+        0.02, ("dense",), form="rank1")),
+    "default_radial_oracle_rank1": ({}, lambda: _radial_truth(form="rank1")),
+    **{f"default_mix_shrunk{w:g}": ({"_mix_shrunk": w}, None) for w in (0.3, 0.5)},
+    "default_radial_decoupled_dense": ({}, lambda: _radial_truth(models=("dense",),
+                                                                 form="decouple")),
     "default_radial_oracle_stationary_width": ({}, lambda: _combined(_radial_truth(),
                                                                      _stationary_width())),
     **{f"default_radial_oracle_probit{f:g}": ({}, lambda f=f: _combined(_radial_truth(), _width(f)))
@@ -973,6 +992,7 @@ def _posterior(cell, row, params, run_params, n_draws=1000):
     fallback = params.pop("_fallback", None)  # (error model, min window relaxations)
     max_drift = params.pop("_max_drift", None)  # matched only below this relative drift
     no_matched = params.pop("_no_matched", False)  # the fallback instead of matching
+    mix_shrunk = params.pop("_mix_shrunk", 0.0)  # share of "dense_shrunk" draws in matched fits
     _, X, y = simulate(_rule_cell(cell), row["seed"])
     run_params = {k: v for k, v in run_params.items() if k not in ("_burn_in_factor", "_anneal")}
     est = clone(estimator(cell, **run_params)).set_params(random_state=row["seed"], **params)
@@ -992,6 +1012,14 @@ def _posterior(cell, row, params, run_params, n_draws=1000):
             _relative_drift(row["result"], len(row["theta"])) > max_drift:
         est.set_params(error_model="dense_shrunk", wander_correction="none")
         est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+    if mix_shrunk and est.error_model_ == "dense_matched":
+        # thirtieth session: the matched posterior's draws pooled with the shrunk one's
+        n_shrunk = int(round(mix_shrunk * n_draws))
+        matched = est.sample_posterior(n_draws - n_shrunk, random_state=0)
+        est.set_params(error_model="dense_shrunk", wander_correction="none")
+        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+        shrunk = est.sample_posterior(n_shrunk, random_state=1)
+        return np.concatenate([matched, shrunk]), "dense_matched", choice
     return est.sample_posterior(n_draws, random_state=0), getattr(est, "error_model_", None), choice
 
 
