@@ -124,6 +124,9 @@ def main():
     parser.add_argument("--tags", nargs="+", default=[""],
                         help="with --seeds: cached runs to compare ('' = the default's)")
     parser.add_argument("--cache", default="/tmp/release_cache")
+    parser.add_argument("--save", default="ablation_logistic_laplace_yardstick")
+    parser.add_argument("--ref-sets", type=int, default=0,
+                        help="also score against this many other sets of prior references")
     parser.add_argument("--proposals", type=int, default=8000,
                         help="--exact: importance proposals per simulation")
     parser.add_argument("--exact", action="store_true",
@@ -146,7 +149,7 @@ def main():
                 print(line)
         return
     payload = {"cells": {}}
-    out = os.path.join(os.path.dirname(HERE), "results", "ablation_logistic_laplace_yardstick.json")
+    out = os.path.join(os.path.dirname(HERE), "results", args.save + ".json")
     if os.path.exists(out):  # add to the cells kept
         import json
         with open(out) as f:
@@ -176,6 +179,14 @@ def main():
             gauss = np.stack([rng.multivariate_normal(d.mean(0), np.cov(d.T), size=1000)
                               for d in draws])
             row["moment_matched_gaussian"] = rc.score(gauss, thetas, refs)
+        if args.ref_sets:  # how much the prior references alone move the figure
+            from skdpvi.metrics import tarp_coverage
+            row["prior_refs_other_sets"] = [
+                float(tarp_coverage(np.array(draws), thetas, references=rc.prior_scale(cell)
+                                    * np.random.default_rng(s).standard_normal(thetas.shape)).rmse)
+                for s in range(1, args.ref_sets + 1)]
+            print(f"{cell:<8} prior references, {args.ref_sets} other sets: "
+                  f"{min(row['prior_refs_other_sets']):.3f}-{max(row['prior_refs_other_sets']):.3f}")
         payload["cells"][cell + ("@exact" if args.exact else "")] = row
         print(f"{cell:<8} {label} (not private) TARP {row['tarp_posterior']:.3f} / "
               f"{row['tarp_prior']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
@@ -184,7 +195,7 @@ def main():
               + (f", importance ESS min {min(ess):.0f}; the moment-matched Gaussian "
                  f"{row['moment_matched_gaussian']['tarp_posterior']:.3f} / "
                  f"{row['moment_matched_gaussian']['tarp_prior']:.3f}" if ess else ""), flush=True)
-        save("ablation_logistic_laplace_yardstick", payload)  # after every cell
+        save(args.save, payload)  # after every cell
 
 
 if __name__ == "__main__":
