@@ -692,8 +692,10 @@ def _radial_truth(share=None, models=("matched", "window"), form="replace"):
     ``matched_curvature`` ("dense_matched") and/or ``window_curvature`` ("dense",
     "dense_shrunk"). ``form``: "replace" (u's cross terms set to 0, as above),
     "rank1" (thirtieth session: ``K + (k_u - u' K u) u u'``, the cross terms kept, the
-    eigenvalues floored at the prior's curvature) or "decouple" (u's cross terms set to
-    0, its own curvature kept: reads nothing of the data)."""
+    eigenvalues floored at the prior's curvature), "decouple" (u's cross terms set to
+    0, its own curvature kept: reads nothing of the data) or "decouple_mf" (u's cross
+    terms set to 0, its curvature ``u' diag(K_mf) u`` from the mean-field diagonal:
+    reads nothing of the data either)."""
     lr = _linear_response()
     module = sys.modules[__name__]
     original_simulate = module.simulate
@@ -709,11 +711,17 @@ def _radial_truth(share=None, models=("matched", "window"), form="replace"):
     def posterior(stats, **kw):
         p = kw["n_means"]
         state.update(x_bar=stats.shift[:p] + stats.sum_x[:p] / stats.count,
-                     kappa=kw["sampling_rate"], shrunk=kw.get("diagonal_curvature") is not None)
+                     kappa=kw["sampling_rate"], shrunk=kw.get("diagonal_curvature") is not None,
+                     stats=stats)
         return original_posterior(stats, **kw)
 
     def radial(K, S, steps, noise_var, floor):
         x_bar = state["x_bar"]
+        if form == "decouple_mf":  # u decoupled, its curvature from the mean-field diagonal
+            u = x_bar / np.linalg.norm(x_bar)
+            diagonal = lr.mean_field_curvature(state["stats"], len(K), state["kappa"])
+            P = np.eye(len(K)) - np.outer(u, u)
+            return P @ K @ P + max(float(u**2 @ diagonal), floor) * np.outer(u, u)
         A = np.c_[state["X"], np.ones(len(state["X"]))]
         z = A @ x_bar
         w = 0.25 / np.cosh(0.5 * z) ** 2
@@ -977,6 +985,8 @@ VARIANTS = {
                                                                       form="rank1")),
     **{f"default_radial_matched_soft{f:g}": ({}, lambda f=f: _radial_softened(f))
        for f in (0.5, 0.7)},
+    "default_radial_decoupled_mf_dense": ({}, lambda: _radial_truth(models=("dense",),
+                                                                    form="decouple_mf")),
     "default_radial_decoupled_dense": ({}, lambda: _radial_truth(models=("dense",),
                                                                  form="decouple")),
     "default_radial_oracle_stationary_width": ({}, lambda: _combined(_radial_truth(),
