@@ -85,7 +85,10 @@ HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
            # run: mild correlation at a middle budget with a narrower prior; few
            # features on many rows at a small budget
            "rho03d12e05": ("gaussian", 12, 3000, 0.3, 0.5, 0.8),
-           "d4n20000e03": ("gaussian", 4, 20000, 0.0, 0.3, 1.0)}
+           "d4n20000e03": ("gaussian", 4, 20000, 0.0, 0.3, 1.0),
+           # thirtieth session: holdout_public_api.py's AR(1) logistic design, which
+           # failed there, cached to see which model fails it
+           "toep06d6e05": ("toeplitz", 6, 6000, 0.6, 0.5, 1.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
@@ -105,10 +108,13 @@ def simulate(cell, seed):
     """(theta, X, y) of a cell's simulation ``seed`` (``auto_rule.simulate``'s cells)."""
     if cell not in HOLDOUT:
         return _rule_simulate(cell, seed)
-    _, d, n, rho, _, scale = HOLDOUT[cell]
+    design, d, n, rho, _, scale = HOLDOUT[cell]
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
-    if rho:  # equicorrelated, unit variances
+    if design == "toeplitz":  # AR(1): corr(x_j, x_k) = rho^|j - k|
+        lags = np.abs(np.subtract.outer(np.arange(d), np.arange(d)))
+        X = X @ np.linalg.cholesky(rho ** lags).T
+    elif rho:  # equicorrelated, unit variances
         X = np.sqrt(1 - rho) * X + np.sqrt(rho) * rng.standard_normal((n, 1))
     theta = scale * rng.standard_normal(d + 1)
     y = (rng.random(n) < 1 / (1 + np.exp(-(X @ theta[:-1] + theta[-1])))).astype(int)
