@@ -30,9 +30,12 @@ import time
 import numpy as np
 import torch
 
-from _common import machine, save
-from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression
-from skdpvi.metrics import run_tarp_study, tarp_coverage
+# laplace_yardstick (--yardstick), importable in joblib's workers too
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ablation_logistic"))
+
+from _common import machine, save  # noqa: E402
+from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression  # noqa: E402
+from skdpvi.metrics import run_tarp_study, tarp_coverage  # noqa: E402
 
 #: name -> (model, n_features, n_rows, epsilon, correlation, feature scales, prior).
 #: correlation: ("toeplitz", r) or ("equi", r) or None; scales: None (unit) or
@@ -98,8 +101,6 @@ class PriorSampler:
 def estimator(name, inference=None):
     model, _, _, epsilon, _, _, prior = DESIGNS[name]
     if inference == "exact_posterior":  # the non-private yardstick (logistic designs)
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                        "ablation_logistic"))
         from laplace_yardstick import ExactLogistic
         return ExactLogistic(prior_scale=prior)
     extra = {} if inference is None else {"inference": inference}

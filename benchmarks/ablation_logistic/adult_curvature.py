@@ -77,14 +77,12 @@ def main():
             return P @ K @ P + (u @ H @ u) * np.outer(u, u), n_relax
         return K, n_relax
 
-    X_checked, _ = est._fit_inputs(X, y)
-    seeds = est._fit_seeds()
-    settings = est._engine_settings(X.shape[0], X.shape[1], X_checked, seeds.engine)
+    refit = rc.refitter(est, X, y)
     for form in ("none", "full", "rank1", "replace"):
         state["form"] = form
         with rc._patched((lr, "window_curvature", curvature),
                          (dense, "linear_response_posterior", capture)):
-            est._fit_from_result(est.dpvi_result_, settings, X.shape[0], seeds)
+            refit(est.dpvi_result_)
         out[form] = calibration_rmse(yt, est.predict_proba(Xt)[:, 1])
     K, H, u = state["K"], state["H"], state["u"]
     ratios = np.sort(np.linalg.eigvals(np.linalg.solve(H, K)).real)

@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np
 from scipy.optimize import minimize
+from sklearn.base import BaseEstimator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -84,7 +85,7 @@ class _Identity:
         return np.asarray(theta, float)
 
 
-class ExactLogistic:
+class ExactLogistic(BaseEstimator):
     """The exact (non-private) posterior as an estimator :func:`run_tarp_study` can fit:
     ``fit`` runs :func:`laplace` and :func:`exact_draws` (thirtieth session), so a study
     of it sees the same simulations and references as a study of the private default
@@ -93,14 +94,6 @@ class ExactLogistic:
     def __init__(self, prior_scale=1.0, random_state=None):
         self.prior_scale = prior_scale
         self.random_state = random_state
-
-    def get_params(self, deep=True):
-        return {"prior_scale": self.prior_scale, "random_state": self.random_state}
-
-    def set_params(self, **params):
-        for key, value in params.items():
-            setattr(self, key, value)
-        return self
 
     def fit(self, X, y):
         X, y = np.asarray(X, float), np.asarray(y, float)

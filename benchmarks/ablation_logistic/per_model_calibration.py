@@ -36,10 +36,7 @@ def fit_row(cell, row):
 
     _, X, y = rc.simulate(rc._rule_cell(cell), row["seed"])
     est = clone(rc.estimator(cell)).set_params(random_state=row["seed"])
-    X_checked, _ = est._fit_inputs(X, y)
-    seeds = est._fit_seeds()
-    settings = est._engine_settings(X.shape[0], X.shape[1], X_checked, seeds.engine)
-    est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+    rc.refitter(est, X, y)(row["result"])
     relax = np.sort(np.asarray(est.inference_diagnostics_["relaxation_times"], float))
     draws = est.sample_posterior(1000, random_state=0)
     z = (draws.mean(0) - row["theta"]) / draws.std(0)

@@ -723,10 +723,12 @@ def _radial_truth(share=None, models=("matched", "window"), form="replace"):
 
     def radial(K, S, steps, noise_var, floor):
         x_bar = state["x_bar"]
+        u = x_bar / np.linalg.norm(x_bar)
+        P = np.eye(len(K)) - np.outer(u, u)
+        if form == "decouple":  # u's cross terms set to 0, its curvature kept: no oracle
+            return P @ K @ P + (u @ K @ u) * np.outer(u, u)
         if form == "decouple_mf":  # u decoupled, its curvature from the mean-field diagonal
-            u = x_bar / np.linalg.norm(x_bar)
             diagonal = lr.mean_field_curvature(state["stats"], len(K), state["kappa"])
-            P = np.eye(len(K)) - np.outer(u, u)
             return P @ K @ P + max(float(u**2 @ diagonal), floor) * np.outer(u, u)
         A = np.c_[state["X"], np.ones(len(state["X"]))]
         z = A @ x_bar
@@ -738,15 +740,10 @@ def _radial_truth(share=None, models=("matched", "window"), form="replace"):
             rng = np.random.default_rng(state["seed"] + 7919)
             total = max(total + rng.normal(0.0, RADIAL_SENSITIVITY / (mu * np.sqrt(share))), 0.0)
         k_u = state["kappa"] * (total / (x_bar @ x_bar) + 1.0 / state["tau"] ** 2)
-        u = x_bar / np.linalg.norm(x_bar)
-        if form == "decouple":  # u's cross terms set to 0, its curvature kept: no oracle
-            P = np.eye(len(K)) - np.outer(u, u)
-            return P @ K @ P + (u @ K @ u) * np.outer(u, u)
         if form == "rank1":
             M = K + (max(k_u, floor) - u @ K @ u) * np.outer(u, u)
             lam, U = np.linalg.eigh(0.5 * (M + M.T))
             return (U * np.maximum(lam, floor)) @ U.T
-        P = np.eye(len(K)) - np.outer(u, u)
         return P @ K @ P + max(k_u, floor) * np.outer(u, u)
 
     def dense_only():  # "dense" in models: leave the shrunk model's window curvature
@@ -1030,6 +1027,15 @@ def _relative_drift(result, p):
     return float(drift @ x_bar / (x_bar @ x_bar))
 
 
+def refitter(est, X, y):
+    """``refit(result)``: post-process a release again exactly as ``est.fit(X, y)`` would
+    after the same DP-SGD run (settings and seeds fixed once, as ``fit`` fixes them)."""
+    X_checked, _ = est._fit_inputs(X, y)
+    seeds = est._fit_seeds()
+    settings = est._engine_settings(X.shape[0], X.shape[1], X_checked, seeds.engine)
+    return lambda result: est._fit_from_result(result, settings, X.shape[0], seeds)
+
+
 def _posterior(cell, row, params, run_params, n_draws=1000):
     from sklearn.base import clone
 
@@ -1041,28 +1047,26 @@ def _posterior(cell, row, params, run_params, n_draws=1000):
     _, X, y = simulate(_rule_cell(cell), row["seed"])
     run_params = {k: v for k, v in run_params.items() if k not in ("_burn_in_factor", "_anneal")}
     est = clone(estimator(cell, **run_params)).set_params(random_state=row["seed"], **params)
-    X_checked, _ = est._fit_inputs(X, y)
-    seeds = est._fit_seeds()
-    settings = est._engine_settings(X.shape[0], X.shape[1], X_checked, seeds.engine)
-    est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+    refit = refitter(est, X, y)
+    refit(row["result"])
     choice = est.inference_diagnostics_.get("auto_error_model")
     if (fallback and est.error_model_ == "dense"
             and choice["window_relaxations"] >= fallback[1]):
         est.set_params(error_model=fallback[0])
-        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+        refit(row["result"])
     if no_matched and est.error_model_ == "dense_matched":
         est.set_params(error_model="dense_shrunk", wander_correction="none")
-        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+        refit(row["result"])
     if max_drift is not None and est.error_model_ == "dense_matched" and \
             _relative_drift(row["result"], len(row["theta"])) > max_drift:
         est.set_params(error_model="dense_shrunk", wander_correction="none")
-        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+        refit(row["result"])
     if mix_shrunk and est.error_model_ == "dense_matched":
         # thirtieth session: the matched posterior's draws pooled with the shrunk one's
         n_shrunk = int(round(mix_shrunk * n_draws))
         matched = est.sample_posterior(n_draws - n_shrunk, random_state=0)
         est.set_params(error_model="dense_shrunk", wander_correction="none")
-        est._fit_from_result(row["result"], settings, X.shape[0], seeds)
+        refit(row["result"])
         shrunk = est.sample_posterior(n_shrunk, random_state=1)
         return np.concatenate([matched, shrunk]), "dense_matched", choice
     return est.sample_posterior(n_draws, random_state=0), getattr(est, "error_model_", None), choice
