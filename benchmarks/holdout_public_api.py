@@ -37,10 +37,14 @@ from _common import machine, save  # noqa: E402
 from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression  # noqa: E402
 from skdpvi.metrics import run_tarp_study, tarp_coverage  # noqa: E402
 
-#: name -> (model, n_features, n_rows, epsilon, correlation, feature scales, prior).
-#: correlation: ("toeplitz", r) or ("equi", r) or None; scales: None (unit) or
-#: (low, high), the columns' sds spaced evenly on a log scale; prior: the linear
-#: model's (weight scale, noise shape, noise scale) or the logistic prior scale.
+#: name -> (model, n_features, n_rows, epsilon, correlation, feature scales, prior[,
+#: marginal]). correlation: ("toeplitz", r) or ("equi", r) or None; scales: None (unit)
+#: or (low, high), the columns' sds spaced evenly on a log scale; prior: the linear
+#: model's (weight scale, noise shape, noise scale) or the logistic prior scale;
+#: marginal (optional): ("t", df), Student-t columns scaled to unit variance, or
+#: ("binary", p), 0/1 columns with P(1) = p (uncentred, as dummy-coded data are).
+#: The first six were fixed on 2026-11-27 (thirtieth session), the second six on
+#: 2026-11-27 (thirty-first session), each set before any of its runs.
 DESIGNS = {
     "lin_d7_toep06_n3000_e05": ("linear", 7, 3000, 0.5, ("toeplitz", 0.6), None, (1.5, 10.0, 2.0)),
     "lin_d15_n20000_e1": ("linear", 15, 20000, 1.0, None, None, (1.0, 5.0, 1.0)),
@@ -48,11 +52,24 @@ DESIGNS = {
     "log_d6_toep06_n6000_e05": ("logistic", 6, 6000, 0.5, ("toeplitz", 0.6), None, 1.0),
     "log_d3_n1500_e2": ("logistic", 3, 1500, 2.0, None, None, 0.7),
     "log_d8_scaled_n20000_e1": ("logistic", 8, 20000, 1.0, None, (0.5, 2.0), 0.5),
+    # second set (thirty-first session)
+    "lin_d5_n400_e1_ws05": ("linear", 5, 400, 1.0, None, None, (0.5, 3.0, 1.0)),
+    "lin_d6_equi08_n2000_e1": ("linear", 6, 2000, 1.0, ("equi", 0.8), None, (1.0, 5.0, 1.0)),
+    "lin_d5_t3_n5000_e03": ("linear", 5, 5000, 0.3, None, None, (1.0, 5.0, 1.0), ("t", 3)),
+    "log_d4_equi05_n4000_e1": ("logistic", 4, 4000, 1.0, ("equi", 0.5), None, 1.0),
+    "log_d6_binary03_n10000_e1": ("logistic", 6, 10000, 1.0, None, None, 1.0, ("binary", 0.3)),
+    "log_d12_n30000_e2_ps05": ("logistic", 12, 30000, 2.0, None, None, 0.5),
 }
 
 
-def _design_matrix(rng, n, d, correlation, scales):
-    z = rng.standard_normal((n, d))
+def _design_matrix(rng, n, d, correlation, scales, marginal=None):
+    if marginal is not None and marginal[0] == "binary":
+        z = (rng.random((n, d)) < marginal[1]).astype(float)
+    elif marginal is not None and marginal[0] == "t":
+        df = marginal[1]
+        z = rng.standard_t(df, (n, d)) / np.sqrt(df / (df - 2.0))
+    else:
+        z = rng.standard_normal((n, d))
     if correlation is not None:
         kind, r = correlation
         idx = np.arange(d)
@@ -71,7 +88,7 @@ class Simulator:
         self.name = name
 
     def prior_draw(self, rng):
-        model, d, _, _, _, _, prior = DESIGNS[self.name]
+        model, d, _, _, _, _, prior = DESIGNS[self.name][:7]
         if model == "linear":
             ws, shape, scale = prior
             var = scale / rng.gamma(shape)
@@ -79,9 +96,9 @@ class Simulator:
         return prior * rng.standard_normal(d + 1)
 
     def __call__(self, rng):
-        model, d, n, _, correlation, scales, _ = DESIGNS[self.name]
+        model, d, n, _, correlation, scales, _, *marginal = DESIGNS[self.name]
         theta = self.prior_draw(rng)
-        X = _design_matrix(rng, n, d, correlation, scales)
+        X = _design_matrix(rng, n, d, correlation, scales, *marginal)
         logits = X @ theta[:d] + theta[d]
         if model == "linear":
             y = logits + rng.normal(0.0, np.sqrt(theta[-1]), n)
@@ -99,7 +116,7 @@ class PriorSampler:
 
 
 def estimator(name, inference=None):
-    model, _, _, epsilon, _, _, prior = DESIGNS[name]
+    model, _, _, epsilon, _, _, prior = DESIGNS[name][:7]
     if inference == "exact_posterior":  # the non-private yardstick (logistic designs)
         from laplace_yardstick import ExactLogistic
         return ExactLogistic(prior_scale=prior)

@@ -1,0 +1,262 @@
+"""The logistic posterior's joint gap traced to the noise of its curvature (thirty-first session).
+
+Three measurements on ``release_cache.py``'s cached releases (the default's
+post-processing again, exactly as ``fit`` ran it, with the dense models' curvature
+and errors captured; nothing here is a package option):
+
+``check``
+    Per fit, the generalised eigenvalues of the curvature the posterior used, K_hat,
+    against the curvature of the simulation's own data at the truth, ``kappa X^T W X +
+    kappa / tau^2 I`` (an oracle), medians by rank; along the posterior's own
+    eigen-directions (narrowest first), the variance the true curvature implies
+    (``K^-1 Q K^-1 / n + kappa K^-1``) over the variance stated, the share of the
+    stated variance that is the optimum's error, and the truth's error in posterior sds
+    (root mean square over the fits; 1 calibrated).
+``wishart``
+    The curvature's sampling noise integrated out: each mixture component takes its own
+    curvature ``K_hat^1/2 W K_hat^1/2`` (W Wishart with ``nu = c x`` the median relaxation
+    count degrees of freedom, scaled to mean I; for every model its diagonal rescaled to
+    K_hat's, which the released mean-field scales fix), and with it its own posterior of
+    the optimum (the package's: ``x_bar - K_m^-1 g_bar``, error ``K_m^-1 Q K_m^-1 / n``,
+    the gradient model's prior N(x_bar, I)), plus the default's probit shift, and
+    covariance ``kappa K_m^-1``; beside it the oracle, the data's own curvature at the
+    truth in the same formulas.
+``debias``
+    ``error_model="dense"`` (whose curvature is the inverse of the window's wander
+    covariance S, so its optimum's error ``K^-1 Q K^-1 / n`` is quadratic in S and
+    biased up by the Wishart term ``S tr(S) / nu``) with that term removed:
+    ``(K^-1 Q K^-1 - K^-1 tr(K^-1 Q) / nu) / (n (1 + 1 / nu))``, eigenvalues floored.
+
+Results: doc/results.rst, "The joint gap is the curvature's noise (thirty-first
+session)". Run::
+
+    python benchmarks/ablation_logistic/curvature_noise.py check toep06d6e05 gauss
+    python benchmarks/ablation_logistic/curvature_noise.py wishart toep06d6e05 --c 1 2 4
+"""
+
+import argparse
+import contextlib
+import os
+import sys
+import warnings
+
+import numpy as np
+import scipy.linalg as sl
+from joblib import Parallel, delayed
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import release_cache as rc  # noqa: E402
+from _common import machine, save  # noqa: E402
+
+
+@contextlib.contextmanager
+def captured():
+    """Keep the last ``linear_response_posterior`` info (K and the optimum's error)."""
+    from skdpvi.linear_model import _logistic_dense
+
+    original, box = _logistic_dense.linear_response_posterior, {}
+
+    def wrapped(*args, **kwargs):
+        components, info = original(*args, **kwargs)
+        box["info"] = info
+        return components, info
+
+    _logistic_dense.linear_response_posterior = wrapped
+    try:
+        yield box
+    finally:
+        _logistic_dense.linear_response_posterior = original
+
+
+#: ``--set`` parameters of the cached runs (``release_cache.py run --set ... --tag``)
+RUN_PARAMS = {}
+
+
+def _refit(cell, row, **params):
+    """(theta, X, the estimator post-processed as ``fit`` would, the captured info)."""
+    from sklearn.base import clone
+
+    warnings.simplefilter("ignore")
+    theta, X, y = rc.simulate(rc._rule_cell(cell), row["seed"])
+    est = clone(rc.estimator(cell, **RUN_PARAMS)).set_params(random_state=row["seed"], **params)
+    with captured() as box:
+        rc.refitter(est, X, y)(row["result"])
+    return theta, X, est, box["info"]
+
+
+def _true_curvature(X, theta, result, tau):
+    rows = np.c_[X, np.ones(len(X))]
+    p = 1 / (1 + np.exp(-rows @ theta))
+    kappa = result.sampling_rate
+    return kappa * (rows * (p * (1 - p))[:, None]).T @ rows + kappa / tau**2 * np.eye(len(theta))
+
+
+def _check_one(cell, row, run_params):
+    RUN_PARAMS.update(run_params)  # in the worker
+    theta, X, est, info = _refit(cell, row)
+    result = row["result"]
+    p, n = len(theta), result.stats.count
+    K_true = _true_curvature(X, theta, result, rc.prior_scale(cell))
+    generalised = sl.eigh(info["curvature"], K_true, eigvals_only=True)
+    draws = est.sample_posterior(2000, random_state=0)
+    mean, cov = draws.mean(0), np.cov(draws.T)
+    var, U = np.linalg.eigh(cov)
+    K_inv = np.linalg.inv(K_true)
+    true = K_inv @ (result.noise_std[:p, None] ** 2 * K_inv) / n + result.sampling_rate * K_inv
+    stated = info["covariance"] + info["component_covariance"]
+    along = lambda A: np.einsum("ji,jk,ki->i", U, A, U)  # noqa: E731
+    return {"generalised": generalised, "true_over_stated": along(true) / along(stated),
+            "error_share": along(info["covariance"]) / var,
+            "truth_z": U.T @ (theta - mean) / np.sqrt(var), "model": est.error_model_,
+            "relaxations": float(np.median(info["relaxation_times"]))}
+
+
+def check(args):
+    payload = {"machine": machine(), "cells": {}}
+    for cell in args.cells:
+        rows = rc.load(args.cache, rc._tagged(cell, args.tag))[:args.max_sim]
+        fits = Parallel(n_jobs=args.n_jobs)(delayed(_check_one)(cell, r, args.run_params)
+                                            for r in rows)
+        median = lambda key: np.median([f[key] for f in fits], 0).round(2).tolist()  # noqa: E731
+        z = np.array([f["truth_z"] for f in fits])
+        entry = {"n_sim": len(fits), "generalised_eigenvalues": median("generalised"),
+                 "true_over_stated": median("true_over_stated"),
+                 "error_share": median("error_share"),
+                 "truth_z_rms": np.sqrt((z**2).mean(0)).round(2).tolist(),
+                 "relaxations_median": float(np.median([f["relaxations"] for f in fits]))}
+        payload["cells"][rc._tagged(cell, args.tag)] = entry
+        print(f"{rc._tagged(cell, args.tag)} (K = {len(fits)}, median relaxations {entry['relaxations_median']:.1f})")
+        for key in ("generalised_eigenvalues", "true_over_stated", "error_share", "truth_z_rms"):
+            print(f"  {key:<24}", " ".join(f"{v:.2f}" for v in entry[key]))
+    save(args.save + "_check" + (f"_{args.tag}" if args.tag else ""), payload)
+
+
+def _psd_cholesky(A):
+    w, V = np.linalg.eigh(0.5 * (A + A.T))
+    return np.linalg.cholesky((V * np.maximum(w, 1e-12 * w.max())) @ V.T)
+
+
+def _optima(K_inv, x_bar, g_bar, Q, n, prior_sd=1.0):
+    """The package's posterior of the means' optimum (``coupling._optimum_of_means``,
+    the gradient model's prior N(x_bar, prior_sd^2 I) in gain form) for a stack of
+    curvatures: (means, covariances)."""
+    estimate = x_bar - np.einsum("mij,j->mi", K_inv, g_bar)
+    error = np.einsum("mij,j,mkj->mik", K_inv, Q, K_inv) / n
+    error = 0.5 * (error + error.transpose(0, 2, 1))
+    gain = error @ np.linalg.inv(error + prior_sd**2 * np.eye(len(x_bar)))
+    cov = error - gain @ error
+    mean = estimate + np.einsum("mij,mj->mi", gain, x_bar - estimate)
+    return mean, 0.5 * (cov + cov.transpose(0, 2, 1))
+
+
+def _wishart_one(cell, row, cs, run_params, n_draws=1000):
+    RUN_PARAMS.update(run_params)  # in the worker
+    theta, X, est, info = _refit(cell, row)
+    out = {"default": est.sample_posterior(n_draws, random_state=0)}
+    result = row["result"]
+    p, n, kappa = len(theta), result.stats.count, result.sampling_rate
+    K_hat, Q = info["curvature"], result.noise_std[:p] ** 2
+    x_bar = result.stats.shift[:p] + result.stats.sum_x[:p] / n
+    g_bar = result.stats.sum_g[:p] / n
+    # the default's probit shift of the centre, kept as it is
+    shift = (est.posterior_.components.mean.mean(0)
+             - _optima(np.linalg.inv(K_hat)[None], x_bar, g_bar, Q, n)[0][0])
+    w, V = np.linalg.eigh(K_hat)
+    root = (V * np.sqrt(w)) @ V.T
+    relaxations = float(np.median(info["relaxation_times"]))
+    rng = np.random.default_rng(row["seed"])
+    K_true = _true_curvature(X, theta, result, rc.prior_scale(cell))
+    for c in [0.0] + list(cs):  # 0: the oracle, the data's own curvature in every component
+        if c == 0.0:
+            K_m = np.broadcast_to(K_true, (n_draws, p, p))
+        else:
+            nu = int(np.ceil(max(c * relaxations, p + 2.0)))
+            G = rng.standard_normal((n_draws, nu, p))
+            K_m = root @ (np.einsum("mki,mkj->mij", G, G) / nu) @ root
+            scale = np.sqrt(np.diag(K_hat) / np.einsum("mii->mi", K_m))
+            K_m = K_m * scale[:, :, None] * scale[:, None, :]
+        K_m_inv = np.linalg.inv(K_m)
+        mean, cov = _optima(K_m_inv, x_bar, g_bar, Q, n)
+        L_opt = np.linalg.cholesky(cov + 1e-12 * np.eye(p) * np.trace(cov, axis1=1, axis2=2)[:, None, None])
+        means = mean + shift + np.einsum("mij,mj->mi", L_opt, rng.standard_normal((n_draws, p)))
+        L = np.linalg.cholesky(kappa * 0.5 * (K_m_inv + K_m_inv.transpose(0, 2, 1)))
+        out[f"wishart{c:g}" if c else "oracle"] = means + np.einsum(
+            "mij,mj->mi", L, rng.standard_normal((n_draws, p)))
+    return theta, out
+
+
+def _debias_one(cell, row, cs, run_params, n_draws=1000):
+    RUN_PARAMS.update(run_params)  # in the worker
+    theta, X, est, _ = _refit(cell, row)
+    out = {"default": est.sample_posterior(n_draws, random_state=0)}
+    _, _, est, info = _refit(cell, row, error_model="dense")
+    out["dense"] = est.sample_posterior(n_draws, random_state=0)
+    result = row["result"]
+    p, n = len(theta), result.stats.count
+    K_inv, Q = np.linalg.inv(info["curvature"]), result.noise_std[:p] ** 2
+    E = K_inv @ (Q[:, None] * K_inv) / n
+    floor = 0.05 * max(np.linalg.eigvalsh(E).min(), 0.0) + 1e-300
+    relaxations = float(np.median(info["relaxation_times"]))
+    components = est.posterior_.components
+    means, centre = components.mean.copy(), components.mean.mean(0)
+    for c in cs:
+        nu = c * relaxations
+        E_c = (K_inv @ (Q[:, None] * K_inv) - K_inv * np.trace(K_inv * Q[None, :]) / nu)
+        E_c /= n * (1 + 1 / nu)
+        w, V = np.linalg.eigh(0.5 * (E_c + E_c.T))
+        E_c = (V * np.maximum(w, floor)) @ V.T
+        A = _psd_cholesky(E_c) @ np.linalg.inv(_psd_cholesky(E))
+        components.mean = centre + (means - centre) @ A.T
+        out[f"debias{c:g}"] = est.sample_posterior(n_draws, random_state=0)
+    components.mean = means
+    return theta, out
+
+
+def scored(args, one):
+    payload = {"machine": machine(), "c": args.c, "cells": {}}
+    for cell in args.cells:
+        key = rc._tagged(cell, args.tag)
+        rows = rc.load(args.cache, key)[:args.max_sim]
+        fits = Parallel(n_jobs=args.n_jobs)(delayed(one)(cell, r, args.c, args.run_params)
+                                            for r in rows)
+        theta = np.array([t for t, _ in fits])
+        refs = rc.prior_scale(cell) * np.random.default_rng(12345).standard_normal(theta.shape)
+        payload["cells"][key] = {}
+        for name in fits[0][1]:
+            row = rc.score(np.array([o[name] for _, o in fits]), theta, refs)
+            payload["cells"][key][name] = row
+            print(f"{key:<12} {name:<10} TARP {row['tarp_posterior']:.3f} / "
+                  f"{row['tarp_prior']:.3f} (+- {row['tarp_prior_se']:.3f}), coverage "
+                  f"{row['coverage_90'][0]:.2f}-{row['coverage_90'][1]:.2f}, z sd "
+                  f"{row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, ellipsoids "
+                  f"{row['ellipsoid_90']:.2f}, radial z {row['radial_z'][0]:+.2f} "
+                  f"({row['radial_z'][1]:.2f})", flush=True)
+    save(f"{args.save}_{args.command}" + (f"_{args.tag}" if args.tag else ""), payload)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["check", "wishart", "debias"])
+    parser.add_argument("cells", nargs="+", choices=list(rc.CELLS))
+    parser.add_argument("--c", type=float, nargs="+", default=[1.0, 2.0, 4.0],
+                        help="degrees of freedom per median relaxation (wishart, debias)")
+    parser.add_argument("--max-sim", type=int, default=None)
+    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--cache", default="/tmp/release_cache")
+    parser.add_argument("--save", default="ablation_logistic_curvature_noise")
+    parser.add_argument("--set", nargs="+", default=[], metavar="PARAM=VALUE",
+                        help="the --set of the cached runs (release_cache.py run); needs --tag")
+    parser.add_argument("--tag", default=None, help="the cached runs' tag (cell@tag)")
+    args = parser.parse_args()
+    args.run_params = {k: rc._value(v) for k, v in (item.split("=", 1) for item in args.set)}
+    if args.command == "check":
+        check(args)
+    else:
+        scored(args, _wishart_one if args.command == "wishart" else _debias_one)
+
+
+if __name__ == "__main__":
+    main()
