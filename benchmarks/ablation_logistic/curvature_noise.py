@@ -131,7 +131,7 @@ def check(args):
         print(f"{rc._tagged(cell, args.tag)} (K = {len(fits)}, median relaxations {entry['relaxations_median']:.1f})")
         for key in ("generalised_eigenvalues", "true_over_stated", "error_share", "truth_z_rms"):
             print(f"  {key:<24}", " ".join(f"{v:.2f}" for v in entry[key]))
-    save(args.save + "_check" + (f"_{args.tag}" if args.tag else ""), payload)
+        save(args.save + "_check" + (f"_{args.tag}" if args.tag else ""), payload)
 
 
 def _psd_cholesky(A):
@@ -152,6 +152,12 @@ def _optima(K_inv, x_bar, g_bar, Q, n, prior_sd=1.0):
     return mean, 0.5 * (cov + cov.transpose(0, 2, 1))
 
 
+def _roots(A):
+    """Square roots ``V diag(sqrt(w))`` of a stack of symmetric PSD matrices."""
+    w, V = np.linalg.eigh(A)
+    return V * np.sqrt(np.maximum(w, 0.0))[..., None, :]
+
+
 def _wishart_one(cell, row, cs, run_params, n_draws=1000):
     RUN_PARAMS.update(run_params)  # in the worker
     theta, X, est, info = _refit(cell, row)
@@ -162,6 +168,8 @@ def _wishart_one(cell, row, cs, run_params, n_draws=1000):
     x_bar = result.stats.shift[:p] + result.stats.sum_x[:p] / n
     g_bar = result.stats.sum_g[:p] / n
     # the default's probit shift of the centre, kept as it is
+    if not hasattr(est.posterior_.components, "mean"):
+        raise ValueError("declared one-hot blocks (flat-direction components): not covered")
     shift = (est.posterior_.components.mean.mean(0)
              - _optima(np.linalg.inv(K_hat)[None], x_bar, g_bar, Q, n)[0][0])
     w, V = np.linalg.eigh(K_hat)
@@ -180,9 +188,9 @@ def _wishart_one(cell, row, cs, run_params, n_draws=1000):
             K_m = K_m * scale[:, :, None] * scale[:, None, :]
         K_m_inv = np.linalg.inv(K_m)
         mean, cov = _optima(K_m_inv, x_bar, g_bar, Q, n)
-        L_opt = np.linalg.cholesky(cov + 1e-12 * np.eye(p) * np.trace(cov, axis1=1, axis2=2)[:, None, None])
-        means = mean + shift + np.einsum("mij,mj->mi", L_opt, rng.standard_normal((n_draws, p)))
-        L = np.linalg.cholesky(kappa * 0.5 * (K_m_inv + K_m_inv.transpose(0, 2, 1)))
+        means = mean + shift + np.einsum("mij,mj->mi", _roots(cov),
+                                         rng.standard_normal((n_draws, p)))
+        L = _roots(kappa * 0.5 * (K_m_inv + K_m_inv.transpose(0, 2, 1)))
         out[f"wishart{c:g}" if c else "oracle"] = means + np.einsum(
             "mij,mj->mi", L, rng.standard_normal((n_draws, p)))
     return theta, out
@@ -234,7 +242,7 @@ def scored(args, one):
                   f"{row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, ellipsoids "
                   f"{row['ellipsoid_90']:.2f}, radial z {row['radial_z'][0]:+.2f} "
                   f"({row['radial_z'][1]:.2f})", flush=True)
-    save(f"{args.save}_{args.command}" + (f"_{args.tag}" if args.tag else ""), payload)
+        save(f"{args.save}_{args.command}" + (f"_{args.tag}" if args.tag else ""), payload)
 
 
 def main():
