@@ -165,8 +165,10 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         standard error) is how many relaxation times of the coefficient means the
         recording window holds, read off the coefficients' scale gradients (which
         the trace's feedback does not bias); below 25 the fit warns
-        (:class:`~sklearn.exceptions.ConvergenceWarning`) that the intervals are
-        too narrow: more rows, a larger epsilon or fewer features help.
+        (:class:`~sklearn.exceptions.ConvergenceWarning`) that the intervals can be
+        too narrow, as measured on 5-20 features at epsilon 0.3-1 (not on every
+        design: 5 features on 400 rows at epsilon 1 warned in 129 of 200 fits and
+        was calibrated): more rows, a larger epsilon or fewer features help.
 
     Notes
     -----
