@@ -18,7 +18,8 @@ freedom then update the model's error covariance as an inverse-Wishart prior wit
 Segment sums need the trace (or the engine's recorder extended to keep them), so
 this script reruns DP-SGD with ``record_trace=True`` on a ``release_cache.py`` cell's
 simulations (the single-fit engine reproduces the cached lockstep releases for the
-same seeds; checked on the first fits) and post-processes each release with the
+same seeds up to float rounding: the window's sums within 1.1e-4 on the first fits,
+which the script prints) and post-processes each release with the
 default and with the segment update. Not a package option.
 
 Run: python benchmarks/ablation_logistic/segment_error.py toep06d6e05 --n-sim 200
