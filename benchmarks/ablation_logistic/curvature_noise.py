@@ -20,7 +20,9 @@ and errors captured; nothing here is a package option):
     the optimum (the package's: ``x_bar - K_m^-1 g_bar``, error ``K_m^-1 Q K_m^-1 / n``,
     the gradient model's prior N(x_bar, I)), plus the default's probit shift, and
     covariance ``kappa K_m^-1``; beside it the oracle, the data's own curvature at the
-    truth in the same formulas.
+    truth in the same formulas (``oracle``: the default's probit shift kept;
+    ``oracle_probit``: the shift read through the data's curvature too, for the fits
+    whose default applies it).
 ``debias``
     ``error_model="dense"`` (whose curvature is the inverse of the window's wander
     covariance S, so its optimum's error ``K^-1 Q K^-1 / n`` is quadratic in S and
@@ -193,6 +195,20 @@ def _wishart_one(cell, row, cs, run_params, n_draws=1000):
         L = _roots(kappa * 0.5 * (K_m_inv + K_m_inv.transpose(0, 2, 1)))
         out[f"wishart{c:g}" if c else "oracle"] = means + np.einsum(
             "mij,mj->mi", L, rng.standard_normal((n_draws, p)))
+        if c == 0.0 and est.wander_correction_ == "probit":
+            # the oracle with its probit shift read through the data's curvature too
+            from skdpvi.noise_aware import logistic_wander_width, remove_wander_bias
+
+            tau = rc.prior_scale(cell)
+            width = logistic_wander_width(result.stats, n_means=p, sampling_rate=kappa,
+                                          prior_scale=tau, curvature=K_true)
+            K_true_inv = np.linalg.inv(K_true)
+            shifted = remove_wander_bias(means - shift, width, prior_scale=tau,
+                                         covariance=kappa * K_true_inv)
+            out["oracle_probit"] = shifted + np.einsum("mij,mj->mi", L,
+                                                       rng.standard_normal((n_draws, p)))
+        elif c == 0.0:
+            out["oracle_probit"] = out["oracle"]
     return theta, out
 
 
