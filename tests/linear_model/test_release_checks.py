@@ -276,7 +276,10 @@ def test_few_relaxations_in_the_window_warn():
     window, where the statistics posterior is over-confident (results page, "Small
     data at small epsilon")."""
     X, y = _nig_data(150, 5)
-    with pytest.warns(ConvergenceWarning, match="relaxation times"):
+    # the message says "can" (a hold-out warned on calibrated fits) and points to a
+    # simulation check
+    with pytest.warns(ConvergenceWarning,
+                      match="relaxation times.*can come out too narrow.*run_tarp_study"):
         est = DPBayesianLinearRegression(epsilon=0.2, max_iter=2000, n_posterior_samples=200,
                                          random_state=0).fit(X, y)
     count = est.inference_diagnostics_["window_relaxations"]
