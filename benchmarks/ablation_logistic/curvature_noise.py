@@ -23,6 +23,11 @@ and errors captured; nothing here is a package option):
     truth in the same formulas (``oracle``: the default's probit shift kept;
     ``oracle_probit``: the shift read through the data's curvature too, for the fits
     whose default applies it).
+``nonlinear``
+    The matched fits' wander covariance (whitened by the uncorrelated target) with its
+    eigenvalues shrunk by Ledoit & Wolf's (2020) analytical nonlinear shrinkage for
+    ``c x`` the median relaxations samples, in every matched fit, in place of the
+    gated linear shrinkage of its noise bulk.
 ``debias``
     ``error_model="dense"`` (whose curvature is the inverse of the window's wander
     covariance S, so its optimum's error ``K^-1 Q K^-1 / n`` is quadratic in S and
@@ -239,6 +244,72 @@ def _debias_one(cell, row, cs, run_params, n_draws=1000):
     return theta, out
 
 
+def _nonlinear_eigenvalues(lam, n):
+    """Ledoit & Wolf's (2020) analytical nonlinear shrinkage of sample eigenvalues
+    ``lam`` (p < n samples): each moved to the population value it most likely
+    comes from, through a kernel estimate of the sample spectrum's density and its
+    Hilbert transform."""
+    lam = np.maximum(np.asarray(lam, float), 1e-12)
+    p = len(lam)
+    c = p / n
+    h = n ** (-1.0 / 3.0)
+    H = h * lam
+    x = (lam[:, None] - lam[None, :]) / H[None, :]
+    root5 = np.sqrt(5.0)
+    f = (3 / (4 * root5)) * np.maximum(1 - x**2 / 5, 0) / H[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        Hf = (-3 / (10 * np.pi)) * x + (3 / (4 * root5 * np.pi)) * (1 - x**2 / 5) * np.log(
+            np.abs((root5 - x) / (root5 + x)))
+    Hf = np.where(np.abs(np.abs(x) - root5) < 1e-12, (-3 / (10 * np.pi)) * x, Hf)
+    f_tilde, Hf_tilde = f.mean(1), (Hf / H[None, :]).mean(1)
+    return lam / ((np.pi * c * lam * f_tilde) ** 2 + (1 - c - np.pi * c * lam * Hf_tilde) ** 2)
+
+
+def _nonlinear_shrinkage(looks):
+    """``shrink_wander_covariance`` replaced: the wander covariance, whitened by the
+    uncorrelated target, with its eigenvalues shrunk nonlinearly for ``looks`` x the
+    median relaxations samples (eigenvectors kept), in every matched fit."""
+    from skdpvi.noise_aware import linear_response as lr
+
+    original = lr.shrink_wander_covariance
+
+    def shrink(covariance, steps, noise_var, n_steps, diagonal_curvature, *args, **kwargs):
+        if args:  # "dense_shrunk" (effective_relaxations positional): unchanged
+            return original(covariance, steps, noise_var, n_steps, diagonal_curvature,
+                            *args, **kwargs)
+        S = np.asarray(covariance, float)
+        steps = np.asarray(steps, float)
+        k = np.asarray(diagonal_curvature, float)
+        n_relax = np.maximum(n_steps * steps * k, 1e-2)
+        target = lr._window_factor(n_relax) * steps * np.asarray(noise_var, float) / (2 * k)
+        w = 1 / np.sqrt(target)
+        lam, U = np.linalg.eigh(S * np.outer(w, w))
+        n = max(looks * float(np.median(n_relax)), len(S) + 1.0)
+        W = (U * _nonlinear_eigenvalues(lam, n)) @ U.T
+        return 0.5 * (W + W.T) / np.outer(w, w), {"intensity": np.nan, "n_kept": 0}
+
+    return shrink
+
+
+def _nonlinear_one(cell, row, cs, run_params, n_draws=1000):
+    from skdpvi.linear_model import _logistic_dense
+    from skdpvi.noise_aware import linear_response
+
+    RUN_PARAMS.update(run_params)  # in the worker
+    theta, _, est, _ = _refit(cell, row)
+    out = {"default": est.sample_posterior(n_draws, random_state=0)}
+    original = linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE
+    try:
+        _logistic_dense.MATCHED_BULK_SHRINKAGE = (0.0, np.inf)  # in every matched fit
+        for c in cs:
+            linear_response.shrink_wander_covariance = _nonlinear_shrinkage(c)
+            _, _, est, _ = _refit(cell, row)
+            out[f"nonlinear{c:g}"] = est.sample_posterior(n_draws, random_state=0)
+    finally:
+        linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE = original
+    return theta, out
+
+
 def scored(args, one):
     payload = {"machine": machine(), "c": args.c, "cells": {}}
     for cell in args.cells:
@@ -263,7 +334,7 @@ def scored(args, one):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["check", "wishart", "debias"])
+    parser.add_argument("command", choices=["check", "wishart", "debias", "nonlinear"])
     parser.add_argument("cells", nargs="+", choices=list(rc.CELLS))
     parser.add_argument("--c", type=float, nargs="+", default=[1.0, 2.0, 4.0],
                         help="degrees of freedom per median relaxation (wishart, debias)")
@@ -279,7 +350,8 @@ def main():
     if args.command == "check":
         check(args)
     else:
-        scored(args, _wishart_one if args.command == "wishart" else _debias_one)
+        scored(args, {"wishart": _wishart_one, "debias": _debias_one,
+                      "nonlinear": _nonlinear_one}[args.command])
 
 
 if __name__ == "__main__":
