@@ -28,17 +28,31 @@ and errors captured; nothing here is a package option):
     eigenvalues shrunk by Ledoit & Wolf's (2020) analytical nonlinear shrinkage for
     ``c x`` the median relaxations samples, in every matched fit, in place of the
     gated linear shrinkage of its noise bulk.
+``eb`` (thirty-second session)
+    A posterior of the curvature's correlations instead of its reading: the matched
+    fits' wander covariance, whitened by the uncorrelated target (the window's
+    variances the released mean-field diagonal implies), read as a Wishart sample of
+    ``nu = c x`` the median relaxations looks, under an inverse-Wishart prior with mean
+    I whose degrees of freedom m0 maximise the marginal likelihood (empirical Bayes;
+    ``_m0_over_nu`` reports m0 / nu). ``eb_point``: every component through the
+    posterior mean's curvature (the unit-diagonal correlation of its inverse, scaled
+    by the diagonal); ``eb``: each component through its own posterior draw;
+    ``ebw``: the package's curvature perturbed as in ``wishart`` with m0 + nu degrees
+    of freedom. Optimum, error, prior gain, covariance and the default's probit shift
+    as in ``wishart``.
 ``debias``
     ``error_model="dense"`` (whose curvature is the inverse of the window's wander
     covariance S, so its optimum's error ``K^-1 Q K^-1 / n`` is quadratic in S and
     biased up by the Wishart term ``S tr(S) / nu``) with that term removed:
     ``(K^-1 Q K^-1 - K^-1 tr(K^-1 Q) / nu) / (n (1 + 1 / nu))``, eigenvalues floored.
 
-Results: doc/results.rst, "The joint gap is the curvature's noise (thirty-first
+Results: doc/results.rst, "A second set of hold-outs, and the joint gap traced to the
+curvature (thirty-first session)" and "A posterior of the curvature (thirty-second
 session)". Run::
 
     python benchmarks/ablation_logistic/curvature_noise.py check toep06d6e05 gauss
     python benchmarks/ablation_logistic/curvature_noise.py wishart toep06d6e05 --c 1 2 4
+    python benchmarks/ablation_logistic/curvature_noise.py eb toep06d6e05 gauss --c 1 2
 """
 
 import argparse
@@ -310,6 +324,89 @@ def _nonlinear_one(cell, row, cs, run_params, n_draws=1000):
     return theta, out
 
 
+def _eb_prior_dof(W, nu):
+    """The inverse-Wishart prior's degrees of freedom m0 (its mean I) that maximise the
+    marginal likelihood of the whitened wander covariance W read from nu looks."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import multigammaln
+
+    p = len(W)
+    logdet = lambda A: np.linalg.slogdet(A)[1]  # noqa: E731
+
+    def negative(log_excess):  # m0 = p + 1 + exp(log_excess)
+        m0 = p + 1 + np.exp(log_excess)
+        Psi = (m0 - p - 1) * np.eye(p)
+        return -(0.5 * m0 * logdet(Psi) + multigammaln(0.5 * (m0 + nu), p)
+                 - multigammaln(0.5 * m0, p) - 0.5 * (m0 + nu) * logdet(Psi + nu * W))
+
+    best = minimize_scalar(negative, bounds=(-5.0, 12.0), method="bounded")
+    return p + 1 + float(np.exp(best.x))
+
+
+def _eb_one(cell, row, cs, run_params, n_draws=1000):
+    """The curvature's correlations drawn from their posterior under an inverse-Wishart
+    prior centred on the uncorrelated target, its strength by marginal likelihood."""
+    from scipy.stats import invwishart
+
+    from skdpvi.noise_aware import mean_field_curvature
+    from skdpvi.noise_aware.linear_response import _window_factor
+
+    RUN_PARAMS.update(run_params)  # in the worker
+    theta, X, est, info = _refit(cell, row)
+    out = {"default": est.sample_posterior(n_draws, random_state=0)}
+    result = row["result"]
+    p, n, kappa = len(theta), result.stats.count, result.sampling_rate
+    K_hat, Q = info["curvature"], result.noise_std[:p] ** 2
+    x_bar = result.stats.shift[:p] + result.stats.sum_x[:p] / n
+    g_bar = result.stats.sum_g[:p] / n
+    if not hasattr(est.posterior_.components, "mean"):
+        raise ValueError("declared one-hot blocks (flat-direction components): not covered")
+    shift = (est.posterior_.components.mean.mean(0)
+             - _optima(np.linalg.inv(K_hat)[None], x_bar, g_bar, Q, n)[0][0])
+    steps = np.asarray(result.learning_rate, float)[:p]
+    D = mean_field_curvature(result.stats, p, kappa)
+    relax = n * steps * D
+    target = _window_factor(np.maximum(relax, 1e-2)) * steps * Q / (2 * D)
+    w = 1 / np.sqrt(target)
+    W = result.stats.wander_covariance()[:p, :p] * np.outer(w, w)
+    rng = np.random.default_rng(row["seed"])
+    root_D = np.sqrt(D)
+    lam, V = np.linalg.eigh(K_hat)
+    root_hat = (V * np.sqrt(lam)) @ V.T
+
+    def curvature(Sigma):  # unit-diagonal correlation of Sigma^-1, scaled by D
+        P = np.linalg.inv(Sigma)
+        d = np.sqrt(np.einsum("...ii->...i", P))
+        return P / d[..., :, None] / d[..., None, :] * root_D[:, None] * root_D[None, :]
+
+    def scored_components(K_m):
+        K_m_inv = np.linalg.inv(K_m)
+        mean, cov = _optima(K_m_inv, x_bar, g_bar, Q, n)
+        means = mean + shift + np.einsum("mij,mj->mi", _roots(cov),
+                                         rng.standard_normal((len(K_m), p)))
+        L = _roots(kappa * 0.5 * (K_m_inv + K_m_inv.transpose(0, 2, 1)))
+        return means + np.einsum("mij,mj->mi", L, rng.standard_normal((len(K_m), p)))
+
+    for c in cs:
+        nu = max(c * float(np.median(relax)), p + 2.0)
+        m0 = _eb_prior_dof(W, nu)
+        scale = (m0 - p - 1) * np.eye(p) + nu * W
+        post_mean = scale / (m0 + nu - p - 1)
+        K_point = np.broadcast_to(curvature(post_mean), (n_draws, p, p))
+        out[f"eb_point{c:g}"] = scored_components(np.array(K_point))
+        Sigmas = invwishart.rvs(df=m0 + nu, scale=scale, size=n_draws, random_state=rng)
+        out[f"eb{c:g}"] = scored_components(curvature(np.asarray(Sigmas).reshape(n_draws, p, p)))
+        # the package's curvature perturbed as in ``wishart``, with the posterior's
+        # degrees of freedom m0 + nu (a reading the prior explains spreads less)
+        dof = int(np.ceil(min(m0 + nu, 2000.0)))  # beyond: no spread worth drawing
+        G = rng.standard_normal((n_draws, dof, p))
+        K_m = root_hat @ (np.einsum("mki,mkj->mij", G, G) / dof) @ root_hat
+        rescale = np.sqrt(np.diag(K_hat) / np.einsum("mii->mi", K_m))
+        out[f"ebw{c:g}"] = scored_components(K_m * rescale[:, :, None] * rescale[:, None, :])
+        out[f"_m0_over_nu{c:g}"] = m0 / nu
+    return theta, out
+
+
 def scored(args, one):
     payload = {"machine": machine(), "c": args.c, "cells": {}}
     for cell in args.cells:
@@ -320,7 +417,12 @@ def scored(args, one):
         theta = np.array([t for t, _ in fits])
         refs = rc.prior_scale(cell) * np.random.default_rng(12345).standard_normal(theta.shape)
         payload["cells"][key] = {}
-        for name in fits[0][1]:
+        for name in [k for k in fits[0][1] if k.startswith("_")]:
+            values = np.array([o[name] for _, o in fits])
+            payload["cells"][key][name] = np.quantile(values, [0.1, 0.5, 0.9]).tolist()
+            print(f"{key:<12} {name} quantiles 10/50/90 %:",
+                  " ".join(f"{v:.2f}" for v in payload["cells"][key][name]))
+        for name in [k for k in fits[0][1] if not k.startswith("_")]:
             row = rc.score(np.array([o[name] for _, o in fits]), theta, refs)
             payload["cells"][key][name] = row
             print(f"{key:<12} {name:<10} TARP {row['tarp_posterior']:.3f} / "
@@ -334,7 +436,7 @@ def scored(args, one):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["check", "wishart", "debias", "nonlinear"])
+    parser.add_argument("command", choices=["check", "wishart", "debias", "nonlinear", "eb"])
     parser.add_argument("cells", nargs="+", choices=list(rc.CELLS))
     parser.add_argument("--c", type=float, nargs="+", default=[1.0, 2.0, 4.0],
                         help="degrees of freedom per median relaxation (wishart, debias)")
@@ -351,7 +453,7 @@ def main():
         check(args)
     else:
         scored(args, {"wishart": _wishart_one, "debias": _debias_one,
-                      "nonlinear": _nonlinear_one}[args.command])
+                      "nonlinear": _nonlinear_one, "eb": _eb_one}[args.command])
 
 
 if __name__ == "__main__":
