@@ -324,6 +324,58 @@ def _nonlinear_one(cell, row, cs, run_params, n_draws=1000):
     return theta, out
 
 
+def _structured_shrinkage(looks, x_bar):
+    """``shrink_wander_covariance`` replaced: the whitened wander covariance by its
+    posterior mean under the inverse-Wishart prior with mean ``I + beta u u^T`` (u the
+    whitened window mean of the means; m0 and beta by marginal likelihood,
+    :func:`_eb_structured`), for ``looks`` x the median relaxations looks, in every
+    matched fit."""
+    from skdpvi.noise_aware import linear_response as lr
+
+    original = lr.shrink_wander_covariance
+
+    def shrink(covariance, steps, noise_var, n_steps, diagonal_curvature, *args, **kwargs):
+        if args:  # "dense_shrunk" (effective_relaxations positional): unchanged
+            return original(covariance, steps, noise_var, n_steps, diagonal_curvature,
+                            *args, **kwargs)
+        S = np.asarray(covariance, float)
+        p = len(S)
+        steps = np.asarray(steps, float)
+        k = np.asarray(diagonal_curvature, float)
+        n_relax = np.maximum(n_steps * steps * k, 1e-2)
+        target = lr._window_factor(n_relax) * steps * np.asarray(noise_var, float) / (2 * k)
+        w = 1 / np.sqrt(target)
+        W = S * np.outer(w, w)
+        nu = max(looks * float(np.median(n_relax)), p + 2.0)
+        u = w * x_bar[:p]
+        m0, T = _eb_structured(W, nu, u / np.linalg.norm(u))
+        W = ((m0 - p - 1) * T + nu * W) / (m0 + nu - p - 1)
+        return 0.5 * (W + W.T) / np.outer(w, w), {"intensity": np.nan, "n_kept": 0}
+
+    return shrink
+
+
+def _ebpkg_one(cell, row, cs, run_params, n_draws=1000):
+    from skdpvi.linear_model import _logistic_dense
+    from skdpvi.noise_aware import linear_response
+
+    RUN_PARAMS.update(run_params)  # in the worker
+    theta, _, est, _ = _refit(cell, row)
+    out = {"default": est.sample_posterior(n_draws, random_state=0)}
+    stats = row["result"].stats
+    x_bar = stats.shift + stats.sum_x / stats.count
+    original = linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE
+    try:
+        _logistic_dense.MATCHED_BULK_SHRINKAGE = (0.0, np.inf)  # in every matched fit
+        for c in cs:
+            linear_response.shrink_wander_covariance = _structured_shrinkage(c, x_bar)
+            _, _, est, _ = _refit(cell, row)
+            out[f"ebrpkg{c:g}"] = est.sample_posterior(n_draws, random_state=0)
+    finally:
+        linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE = original
+    return theta, out
+
+
 def _eb_prior_dof(W, nu):
     """The inverse-Wishart prior's degrees of freedom m0 (its mean I) that maximise the
     marginal likelihood of the whitened wander covariance W read from nu looks."""
@@ -341,6 +393,31 @@ def _eb_prior_dof(W, nu):
 
     best = minimize_scalar(negative, bounds=(-5.0, 12.0), method="bounded")
     return p + 1 + float(np.exp(best.x))
+
+
+def _eb_structured(W, nu, u):
+    """m0 and beta of an inverse-Wishart prior with mean ``I + beta u u^T`` (u unit)
+    that maximise the marginal likelihood of W read from nu looks: (m0, mean)."""
+    from scipy.optimize import minimize
+    from scipy.special import multigammaln
+
+    p = len(W)
+    logdet = lambda A: np.linalg.slogdet(A)[1]  # noqa: E731
+
+    def negative(x):
+        m0, beta = p + 1 + np.exp(x[0]), np.exp(x[1]) - 1  # beta > -1: T stays PD
+        T = np.eye(p) + beta * np.outer(u, u)
+        Psi = (m0 - p - 1) * T
+        return -(0.5 * m0 * logdet(Psi) + multigammaln(0.5 * (m0 + nu), p)
+                 - multigammaln(0.5 * m0, p) - 0.5 * (m0 + nu) * logdet(Psi + nu * W))
+
+    best = min((minimize(negative, x0, method="Nelder-Mead",
+                         options=dict(xatol=1e-4, fatol=1e-6, maxiter=2000))
+                for x0 in ([np.log(nu), 0.0], [np.log(nu), 1.0], [0.0, 0.5])),
+               key=lambda r: r.fun)
+    x = np.clip(best.x, [-5.0, -5.0], [12.0, 8.0])
+    m0, beta = p + 1 + float(np.exp(x[0])), float(np.exp(x[1]) - 1)
+    return m0, np.eye(p) + beta * np.outer(u, u)
 
 
 def _eb_one(cell, row, cs, run_params, n_draws=1000):
@@ -404,6 +481,17 @@ def _eb_one(cell, row, cs, run_params, n_draws=1000):
         rescale = np.sqrt(np.diag(K_hat) / np.einsum("mii->mi", K_m))
         out[f"ebw{c:g}"] = scored_components(K_m * rescale[:, :, None] * rescale[:, None, :])
         out[f"_m0_over_nu{c:g}"] = m0 / nu
+        # the prior's mean with the coupling along the means' own direction (whitened)
+        u = w * x_bar
+        u = u / np.linalg.norm(u)
+        m0_r, T = _eb_structured(W, nu, u)
+        scale_r = (m0_r - p - 1) * T + nu * W
+        out[f"ebr_point{c:g}"] = scored_components(np.array(np.broadcast_to(
+            curvature(scale_r / (m0_r + nu - p - 1)), (n_draws, p, p))))
+        Sigmas = invwishart.rvs(df=m0_r + nu, scale=scale_r, size=n_draws, random_state=rng)
+        out[f"ebr{c:g}"] = scored_components(curvature(np.asarray(Sigmas).reshape(n_draws, p, p)))
+        out[f"_ebr_m0_over_nu{c:g}"] = m0_r / nu
+        out[f"_ebr_beta{c:g}"] = float(T[0, 0] - 1) / u[0] ** 2 if u[0] else 0.0
     return theta, out
 
 
@@ -436,7 +524,7 @@ def scored(args, one):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["check", "wishart", "debias", "nonlinear", "eb"])
+    parser.add_argument("command", choices=["check", "wishart", "debias", "nonlinear", "eb", "ebpkg"])
     parser.add_argument("cells", nargs="+", choices=list(rc.CELLS))
     parser.add_argument("--c", type=float, nargs="+", default=[1.0, 2.0, 4.0],
                         help="degrees of freedom per median relaxation (wishart, debias)")
@@ -453,7 +541,8 @@ def main():
         check(args)
     else:
         scored(args, {"wishart": _wishart_one, "debias": _debias_one,
-                      "nonlinear": _nonlinear_one, "eb": _eb_one}[args.command])
+                      "nonlinear": _nonlinear_one, "eb": _eb_one,
+                      "ebpkg": _ebpkg_one}[args.command])
 
 
 if __name__ == "__main__":
