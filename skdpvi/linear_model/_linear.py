@@ -9,7 +9,7 @@ from ..models import LinearRegressionModel
 from ..noise_aware.preconditioning import recording_step_matrix
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression, _to_seed
-from ._release_checks import check_release
+from ._release_checks import check_release, check_rows_for_budget
 from ._settings import STATISTICS
 
 #: Values of ``mean_preconditioning``.
@@ -303,6 +303,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             statistics = settings.engine["model"].data_statistics(n_samples)
             check_release(self, statistics, eta,
                           fallback="fallback" in self.inference_diagnostics_, result=result)
+        check_rows_for_budget(self, n_samples, settings.engine["sampling_rate"],
+                              settings.engine["noise_multiplier"])
         return theta_mean
 
     def _split(self, draws):

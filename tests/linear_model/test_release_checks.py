@@ -316,3 +316,117 @@ def test_the_scale_rows_read_the_diagonal_without_the_feedback_bias():
     assert abs(level - truth) < 3 * information.sum() ** -0.5
     count, count_sd = scale_row_relaxations(statistics, result, 1.0)
     np.testing.assert_allclose(count / count_sd, level * information.sum() ** 0.5)
+
+
+def test_a_noise_variance_the_prior_rules_out_warns():
+    """A standardised target with a residual sd of 0.76 under the default noise prior
+    InvGamma(20, 0.5) (99.9 % quantile 0.056): a new user's probe found intervals too
+    narrow or bimodal, and no warning (results page, "Few rows for the budget, and a
+    noise prior the data contradict")."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1500, 3))
+    y = X @ [0.4, -0.4, 0.2] + 0.7 * rng.normal(size=1500)
+    y = y / y.std()
+    with pytest.warns(IdentifiabilityWarning, match="contradict the noise prior"):
+        est = _estimator().fit(X, y)
+    assert est.inference_diagnostics_["noise_variance_prior_level"] > 0.999
+    # the same data with a noise prior stated on their scale (user guide, step 3):
+    # no such warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = _estimator().set_params(prior_noise_shape=4.0, prior_noise_scale=3 * 0.6).fit(X, y)
+    assert not any("noise prior" in str(w.message) for w in caught)
+    assert 0.001 < est.inference_diagnostics_["noise_variance_prior_level"] < 0.999
+
+
+def test_the_noise_prior_check_reads_the_prior_quantiles():
+    from types import SimpleNamespace
+
+    from scipy.stats import invgamma
+
+    from skdpvi.linear_model._release_checks import check_noise_prior
+
+    def level(median, shape=20.0, scale=0.5):
+        est = SimpleNamespace(prior_noise_shape=shape, prior_noise_scale=scale,
+                              inference_diagnostics_={},
+                              _theta_draws=np.full((11, 3), median))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_noise_prior(est)
+        messages = [str(w.message) for w in caught]
+        return est.inference_diagnostics_["noise_variance_prior_level"], messages
+
+    low, high = invgamma.ppf([0.001, 0.999], 20.0, scale=0.5)
+    value, messages = level(0.026)  # the prior's mean
+    assert 0.4 < value < 0.7 and not messages
+    assert level(0.99 * high)[1] == [] and level(1.01 * low)[1] == []
+    value, messages = level(1.01 * high)
+    assert value > 0.999 and len(messages) == 1 and "above the 99.9 % quantile" in messages[0]
+    value, messages = level(0.99 * low)
+    assert value < 0.001 and len(messages) == 1 and "below the 0.1 % quantile" in messages[0]
+    # a wide prior (shape 3) allows a much larger residual
+    assert level(0.4, shape=3.0, scale=0.5)[1] == []
+
+
+def test_a_relaxation_count_within_its_noise_says_so(monkeypatch):
+    """With a few dozen rows the release's count of relaxations is noise (a new user's
+    probe: -2 +- 36 printed as a count); the warning then says the count is not
+    resolved instead of printing it as one."""
+    from types import SimpleNamespace
+
+    from skdpvi.linear_model import _release_checks
+
+    def warned(count, count_sd):
+        monkeypatch.setattr(_release_checks, "scale_row_relaxations",
+                            lambda *args: (count, count_sd))
+        est = SimpleNamespace(inference_diagnostics_={}, _theta_draws=np.ones((5, 2)))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _release_checks.check_relaxations(est, None, None)
+        return [str(w.message) for w in caught]
+
+    unresolved = warned(-2.0, 36.0)
+    assert len(unresolved) == 1 and "does not resolve" in unresolved[0]
+    assert "-2 relaxation times" not in unresolved[0]
+    assert "does not resolve" in warned(20.0, 30.0)[0]
+    few = warned(12.0, 3.0)
+    assert len(few) == 1 and "about 12 relaxation times" in few[0]
+    assert warned(40.0, 5.0) == []
+
+
+def test_linear_few_rows_for_the_budget_warn():
+    """q N / (sigma sqrt(p)) from the public settings: below 0.125 the coefficients'
+    intervals were measured too narrow (results page, "Few rows for the budget, and a
+    noise prior the data contradict"); a new user's probe (20 rows, 3 features,
+    epsilon 1) got z-scores of 3-7 with no warning before."""
+    from types import SimpleNamespace
+
+    from skdpvi.linear_model._release_checks import check_rows_for_budget
+
+    def check(n, n_features=3, fit_intercept=True):
+        est = SimpleNamespace(n_features_in_=n_features, fit_intercept=fit_intercept,
+                              inference_diagnostics_={})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_rows_for_budget(est, n, 0.1, 37.5)
+        warned = any("Few rows for this privacy budget" in str(w.message) for w in caught)
+        return est.inference_diagnostics_["batch_over_noise"], warned
+
+    assert check(100) == (pytest.approx(10 / 37.5 / 2), False)  # 0.133
+    assert check(90) == (pytest.approx(9 / 37.5 / 2), True)  # 0.12
+    # the intercept counts as a coefficient; eight features need 1.5 times the rows
+    assert check(90, fit_intercept=False)[1] is False  # 0.139
+    assert check(140, n_features=8)[1] is True and check(150, n_features=8)[1] is False
+    # through the estimator: the new user's 20 rows
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(20, 3))
+    y = X @ [-0.68, -0.33, -0.03] + 0.3 + 0.16 * rng.normal(size=20)
+    with pytest.warns(IdentifiabilityWarning, match="Few rows for this privacy budget"):
+        est = DPBayesianLinearRegression(max_iter=2000, n_posterior_samples=200,
+                                         random_state=2).fit(X, y)
+    assert est.inference_diagnostics_["batch_over_noise"] < 0.125
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = _estimator().fit(*_data(shift=0.0))
+    assert not any("Few rows" in str(w.message) for w in caught)
+    assert est.inference_diagnostics_["batch_over_noise"] > 1

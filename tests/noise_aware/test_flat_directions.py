@@ -195,3 +195,29 @@ def test_fit_warns_about_undeclared_onehot_blocks_and_stores_nothing(estimator):
         estimator(fit_intercept=False, **kwargs).fit(X2, y)
     with pytest.warns(IdentifiabilityWarning, match=r"onehot_blocks=\[\[3, 4, 5, 6\], \[7, 8\]\]"):
         estimator(fit_intercept=False, onehot_blocks=[[3, 4, 5, 6]], **kwargs).fit(X2, y)
+
+
+@pytest.mark.parametrize("estimator", [DPBayesianLogisticRegression, DPBayesianLinearRegression])
+def test_fit_warns_about_constant_columns_and_stores_nothing(estimator):
+    """A column of zeros (or any constant but 1) carries no information about its
+    coefficient: a new user's probe found its logistic posterior away from the prior
+    and wider than it, without a word. Columns of ones are the one-hot check's."""
+    import warnings
+
+    from scipy import sparse
+
+    X, y = _one_hot_data(400)  # columns 3-6 are one block
+    if estimator is DPBayesianLinearRegression:
+        y = 0.5 * X[:, 0] + 0.3 * X[:, 4]
+    kwargs = dict(max_iter=100, random_state=0, onehot_blocks=[[3, 4, 5, 6]])
+    Xc = np.c_[X, np.zeros(len(X)), 2.5 * np.ones(len(X))]
+    for data in (Xc, sparse.csr_matrix(Xc)):
+        with pytest.warns(IdentifiabilityWarning, match=r"Columns \[7, 8\] of X are constant"):
+            est = estimator(**kwargs).fit(data, y)
+        assert "[7, 8]" not in repr(est.__dict__)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Columns .* constant")
+        estimator(**kwargs).fit(X, y)
+        # a column of ones is left to the one-hot check (a block of one)
+        with pytest.warns(IdentifiabilityWarning, match=r"one-hot"):
+            estimator(**kwargs).fit(np.c_[X, np.ones(len(X))], y)
