@@ -110,25 +110,28 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         self._warn_constant_columns(X)
         return X, y
 
-    @staticmethod
-    def _warn_constant_columns(X):
-        """Warn when columns of X other than columns of ones are constant.
+    def _warn_constant_columns(self, X):
+        """Warn when columns of X are constant where that leaves their coefficients flat.
 
-        The likelihood says nothing about such a column's coefficient (beside the
-        intercept, nothing that the intercept does not absorb), so its posterior given
-        the data is its prior; DP-SGD's trace random-walks along it, restrained by the
-        prior alone, and the noise-aware posterior can sit anywhere in the prior and be
-        wider than it (a new user's probe, logistic regression: a column of zeros got
-        1.45 +- 0.69 under a N(0, 1) prior; results page, "Few rows for the budget, and
-        a noise prior the data contradict"). Columns of ones are left to the one-hot
-        check. An input check shown to whoever runs ``fit``; nothing of it is stored.
+        A column of zeros, and beside the intercept any constant column, gives the
+        likelihood nothing about its coefficient that the intercept does not absorb,
+        so its posterior given the data is its prior; DP-SGD's trace random-walks along
+        it, restrained by the prior alone, and the noise-aware posterior can sit
+        anywhere in the prior and be wider than it (a new user's probe, logistic
+        regression: a column of zeros got 1.45 +- 0.69 under a N(0, 1) prior; results
+        page, "Few rows for the budget, and a noise prior the data contradict").
+        Columns of ones are left to the one-hot check (a block of one); without an
+        intercept a nonzero constant column is the intercept. An input check shown to
+        whoever runs ``fit``; nothing of it is stored.
         """
         if X.shape[0] < 2:
             return
         low, high = X.min(axis=0), X.max(axis=0)
         if hasattr(low, "toarray"):  # sparse
             low, high = low.toarray().ravel(), high.toarray().ravel()
-        constant = np.flatnonzero((np.asarray(low) == np.asarray(high)) & (np.asarray(low) != 1))
+        low, high = np.asarray(low).ravel(), np.asarray(high).ravel()
+        flat = (low == high) & ((low != 1) if self.fit_intercept else (low == 0))
+        constant = np.flatnonzero(flat)
         if not len(constant):
             return
         shown = str(constant[:8].tolist())[:-1] + (", ...]" if len(constant) > 8 else "]")

@@ -73,7 +73,7 @@ _SMALLEST_BATCH_OVER_NOISE = 0.125
 #: and the fit warns. Found by a new user's probe (thirty-second session; results
 #: page, "Few rows for the budget, and a noise prior the data contradict"): a
 #: standardised target with a residual sd of 0.76 under the default InvGamma(20,
-#: 0.5) (prior 99.9 % quantile 0.053) gave noise-variance intervals of 0.26-0.53
+#: 0.5) (prior 99.9 % quantile 0.056) gave noise-variance intervals of 0.26-0.53
 #: around a truth of 0.58 and a bimodal coefficient, without a word; the default's
 #: clip norm and step follow the prior's noise scale, so DP-SGD clips most rows. With
 #: data drawn from the prior (560 fits, 3 and 8 features, 20-400 rows, epsilon 0.3-3)

@@ -221,3 +221,9 @@ def test_fit_warns_about_constant_columns_and_stores_nothing(estimator):
         # a column of ones is left to the one-hot check (a block of one)
         with pytest.warns(IdentifiabilityWarning, match=r"one-hot"):
             estimator(**kwargs).fit(np.c_[X, np.ones(len(X))], y)
+        # without an intercept (and no one-hot block) a nonzero constant column is
+        # the intercept
+        estimator(max_iter=100, random_state=0, fit_intercept=False).fit(
+            np.c_[X[:, :3], 2.5 * np.ones(len(X))], y)
+    with pytest.warns(IdentifiabilityWarning, match=r"Columns \[7\] of X are constant"):
+        estimator(**{**kwargs, "fit_intercept": False}).fit(Xc, y)
