@@ -371,6 +371,9 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         ----------
         n_samples : int, default=1000
         random_state : int, RandomState, Generator or None, default=None
+            Source of the draws. None draws fresh ones on every call, whatever the
+            estimator's own ``random_state`` (which fixes the fit: the release and
+            the posterior); pass an int for the same draws every time.
         unconstrained : bool, default=False
             Return draws in the unconstrained space of the variational
             approximation (e.g. softplus-inverse of the noise variance).
