@@ -9,6 +9,9 @@ estimator that fits several data sets at once (skdpvi's: DP-SGD in lockstep,
 ``_fit_batch``) fits a task's together, with the seeds of one by one.
 """
 
+import re
+import warnings
+
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
@@ -46,7 +49,35 @@ def _simulation_batch(estimator, simulator, seeds_list, n_draws, unconstrained,
 
     With an estimator that supports it, the fits of the batch run at once
     (``estimator._fit_batch``), each as its own fit would; otherwise one by one.
+    Returns the simulations' outputs and the warnings raised on the way, as
+    ``(category, message)`` pairs, for :func:`_summarise_warnings` (a worker's own
+    warnings would print once per process and text, hundreds of lines for a study).
     """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outputs = _simulate_fit_sample(estimator, simulator, seeds_list, n_draws,
+                                       unconstrained, prior_sampler)
+    return outputs, [(w.category, str(w.message)) for w in caught]
+
+
+def _summarise_warnings(raised, n_simulations):
+    """Group the study's warnings by category and text (numbers aside), re-emit one
+    per group with its count, and return the groups as dicts."""
+    groups = {}
+    for category, message in raised:
+        key = (category, re.sub(r"[-+]?\d[\d.,]*(e[-+]?\d+)?", "#", message))
+        group = groups.setdefault(key, {"category": category.__name__, "count": 0,
+                                        "message": message})
+        group["count"] += 1
+    for (category, _), group in groups.items():
+        warnings.warn(f"{group['count']} times in the study's {n_simulations} simulations "
+                      f"(their fits' warnings, first of the kind shown): {group['message']}",
+                      category, stacklevel=3)
+    return list(groups.values())
+
+
+def _simulate_fit_sample(estimator, simulator, seeds_list, n_draws, unconstrained,
+                         prior_sampler):
     if len(seeds_list) < 2 or not _can_fit_batch(estimator):
         return [_one_simulation(estimator, simulator, seeds, n_draws, unconstrained,
                                 prior_sampler) for seeds in seeds_list]
@@ -206,8 +237,16 @@ def run_tarp_study(
     result : TarpStudyResult
         ``tarp`` (joint :class:`TarpResult`), ``marginal``
         (:class:`MarginalTarpResult`), ``samples``, ``theta_true``,
-        ``frequencies``, ``epsilons`` (each fit's ``epsilon_``) and
-        ``param_names``.
+        ``frequencies``, ``epsilons`` (each fit's ``epsilon_``), ``param_names``
+        and ``fit_warnings``.
+
+    Warns
+    -----
+    The warnings the fits raise are collected in the workers instead of printed
+    there, grouped by category and text (numbers aside), and raised again once per
+    group with their count ("12 times in the study's 200 simulations ..."); the
+    groups are ``result.fit_warnings``. With a thread-based joblib backend the
+    counts can be off (Python's warning capture is process-wide).
 
     See Also
     --------
@@ -293,13 +332,15 @@ def run_tarp_study(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n_simulations, desc="TARP simulations", unit="sim")
-    outputs = []
-    for batch in batches:
+    outputs, raised = [], []
+    for batch, batch_warnings in batches:
         outputs.extend(batch)
+        raised.extend(batch_warnings)
         if verbose:
             bar.update(len(batch))
     if verbose:
         bar.close()
+    fit_warnings = _summarise_warnings(raised, n_simulations)
 
     sizes = {out[0].size for out in outputs}
     if len(sizes) != 1:
@@ -345,4 +386,5 @@ def run_tarp_study(
         epsilons=epsilons,
         param_names=param_names,
         unconstrained=bool(unconstrained),
+        fit_warnings=fit_warnings,
     )

@@ -1,6 +1,6 @@
 """The outcome of :func:`~skdpvi.metrics.run_tarp_study`: TARP and the draws behind it."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -31,6 +31,11 @@ class TarpStudyResult:
         ``param_names_`` of the first fitted estimator, if it has them.
     unconstrained : bool
         Whether the comparison was made in the unconstrained space.
+    fit_warnings : list of dict
+        The warnings the fits raised, grouped by category and text (numbers
+        aside): ``category`` (the class name), ``count`` and ``message`` (the
+        first of the group). How often a check fired across the simulations is
+        itself a diagnostic of the design.
     """
 
     tarp: TarpResult
@@ -40,6 +45,7 @@ class TarpStudyResult:
     epsilons: np.ndarray
     param_names: Optional[list] = None
     unconstrained: bool = False
+    fit_warnings: list = field(default_factory=list)
 
     @property
     def frequencies(self):

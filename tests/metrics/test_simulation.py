@@ -266,3 +266,39 @@ def test_bad_input():
 
     with pytest.raises(ValueError, match="sample_posterior"):
         run_tarp_study(est, three_params, n_simulations=21, n_draws=5)
+
+
+class WarningMean(NoisyGaussianMean):
+    """Warns when its released statistic is small (a number in the text) and always
+    with a second, fixed text: a study should show each kind once, with its count."""
+
+    def fit(self, X, y):
+        import warnings
+
+        super().fit(X, y)
+        if self.posterior_.mean[0] < 0:
+            warnings.warn(f"released mean {self.posterior_.mean[0]:.3f} is below 0",
+                          RuntimeWarning)
+        warnings.warn("always warns", UserWarning)
+        return self
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_fit_warnings_are_counted_once_per_kind(n_jobs):
+    import warnings
+
+    kw = dict(n_simulations=24, n_draws=50, random_state=0, n_jobs=n_jobs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        study = run_tarp_study(WarningMean(), simulator, **kw)
+    kinds = {g["category"]: g for g in study.fit_warnings}
+    assert set(kinds) == {"RuntimeWarning", "UserWarning"}
+    assert kinds["UserWarning"]["count"] == 24 and kinds["UserWarning"]["message"] == "always warns"
+    assert 0 < kinds["RuntimeWarning"]["count"] < 24  # some released means are negative
+    assert "below 0" in kinds["RuntimeWarning"]["message"]
+    shown = [(w.category, str(w.message)) for w in caught]
+    assert len(shown) == 2
+    assert (UserWarning, "24 times in the study's 24 simulations (their fits' warnings, "
+            "first of the kind shown): always warns") in shown
+    # the same draws as a study whose fits do not warn
+    assert_same_study(study, run_tarp_study(NoisyGaussianMean(), simulator, **kw))
