@@ -88,7 +88,13 @@ HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
            "d4n20000e03": ("gaussian", 4, 20000, 0.0, 0.3, 1.0),
            # thirtieth session: holdout_public_api.py's AR(1) logistic design, which
            # failed there, cached to see which model fails it
-           "toep06d6e05": ("toeplitz", 6, 6000, 0.6, 0.5, 1.0)}
+           "toep06d6e05": ("toeplitz", 6, 6000, 0.6, 0.5, 1.0),
+           # thirty-second session, after a new user's probe: a near-duplicate pair of
+           # features (the first two, correlation rho) among independent ones
+           "pair999": ("pair", 4, 5000, 0.999, 1.0, 1.0),
+           "pair98": ("pair", 4, 5000, 0.98, 1.0, 1.0),
+           "pair95": ("pair", 4, 5000, 0.95, 1.0, 1.0),
+           "pair90": ("pair", 4, 5000, 0.9, 1.0, 1.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
@@ -114,6 +120,8 @@ def simulate(cell, seed):
     if design == "toeplitz":  # AR(1): corr(x_j, x_k) = rho^|j - k|
         lags = np.abs(np.subtract.outer(np.arange(d), np.arange(d)))
         X = X @ np.linalg.cholesky(rho ** lags).T
+    elif design == "pair":  # the second column a near-duplicate of the first
+        X[:, 1] = rho * X[:, 0] + np.sqrt(1 - rho**2) * X[:, 1]
     elif rho:  # equicorrelated, unit variances
         X = np.sqrt(1 - rho) * X + np.sqrt(rho) * rng.standard_normal((n, 1))
     theta = scale * rng.standard_normal(d + 1)
@@ -913,8 +921,48 @@ def _curvature_uncertainty(c, mode="shift"):
     return _patched((dense, "linear_response_posterior", posterior))
 
 
+def _wander_vif(result, n_params, flat_directions=None):
+    """Each mean coordinate's variance inflation in the window's wander, ``S_jj
+    (S^-1)_jj`` within the complement of the flat directions (as
+    ``wander_intercept_inflation`` reads the intercept's)."""
+    p = int(n_params)
+    S = result.stats.wander_covariance()[:p, :p]
+    basis = np.eye(p)
+    if flat_directions is not None and len(flat_directions):
+        F = np.atleast_2d(flat_directions)
+        values, vectors = np.linalg.eigh(np.eye(p) - F.T @ F)
+        basis = vectors[:, values > 0.5]
+    Sb, rows = basis.T @ S @ basis, basis  # row j of basis: coordinate j in the basis
+    P = np.linalg.pinv(Sb)
+    norms = np.einsum("ji,ji->j", rows, rows)
+    return np.einsum("ji,ik,jk->j", rows, Sb, rows) * np.einsum("ji,ik,jk->j", rows, P, rows) / norms**2
+
+
+def _vif_gate(k):
+    """``error_model="auto"`` refusing the matched curvature where some coordinate's
+    weakest direction relaxes fewer than ``k`` times in the window: ``min_j r_j /
+    VIF_j`` (thirty-second session, after a near-duplicate pair of features)."""
+    from skdpvi.linear_model import _logistic_error_models
+
+    dense = _dense()
+    original = _logistic_error_models.auto_dense_model
+
+    def auto(result, n_params, *, fit_intercept, flat_directions=None, prior_scale=1.0):
+        model, info = original(result, n_params, fit_intercept=fit_intercept,
+                               flat_directions=flat_directions, prior_scale=prior_scale)
+        if model != "dense_matched":
+            return model, info
+        vif = _wander_vif(result, n_params, flat_directions)
+        weakest = float(np.min(dense.window_relaxations(result, n_params) / vif))
+        info["weakest_relaxations"] = weakest
+        return (dense.AUTO_FALLBACK_MODEL if weakest < k else model), info
+
+    return _patched((_logistic_error_models, "auto_dense_model", auto))
+
+
 VARIANTS = {
     "default": ({}, None),
+    **{f"default_vifgate{k:g}": ({}, lambda k=k: _vif_gate(k)) for k in (0.5, 1.0, 2.0)},
     **{f"default_kunc{c:g}{m}": ({}, lambda c=c, m=m: _curvature_uncertainty(c, m))
        for c in (1.0, 2.0) for m in ("shift", "posterior")},
     **{f"dense_kunc{c:g}{m}": ({"error_model": "dense"},

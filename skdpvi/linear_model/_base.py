@@ -37,19 +37,21 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..dpvi import run_dpvi, run_dpvi_batched
-from ..exceptions import IdentifiabilityWarning
 from ..noise_aware import (FlatPriorComponents, onehot_flat_directions, sample_phi_star,
                            statistics_posterior)
-from ..noise_aware.flat_directions import (check_onehot_rows, find_onehot_blocks,
-                                           validate_onehot_blocks)
+from ..noise_aware.flat_directions import check_onehot_rows, validate_onehot_blocks
 from ..noise_aware.statistics_sampling import NoValidDraws
 from ..posterior import NoiseAwarePosterior
+from ._input_checks import check_input_design
 from ._reporting import _describe_diagnostics, _progress
 from ._settings import STATISTICS, _SettingsMixin
 
 
 class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
     """Base class; subclasses define the model, the targets and the predictions."""
+
+    #: Whether ``fit`` warns about nearly collinear features (:mod:`._input_checks`).
+    _checks_collinearity = False
 
     def __init__(
         self,
@@ -106,70 +108,9 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
             )
         declared = self._onehot_blocks(X.shape[1])
         check_onehot_rows(X, declared)
-        self._warn_undeclared_onehot(X, declared)
-        self._warn_constant_columns(X)
+        check_input_design(X, declared, self.fit_intercept,
+                           collinearity=self._checks_collinearity)
         return X, y
-
-    def _warn_constant_columns(self, X):
-        """Warn when columns of X are constant where that leaves their coefficients flat.
-
-        A column of zeros, and beside the intercept any constant column, gives the
-        likelihood nothing about its coefficient that the intercept does not absorb,
-        so its posterior given the data is its prior; DP-SGD's trace random-walks along
-        it, restrained by the prior alone, and the noise-aware posterior can sit
-        anywhere in the prior and be wider than it (a new user's probe, logistic
-        regression: a column of zeros got 1.45 +- 0.69 under a N(0, 1) prior; results
-        page, "Few rows for the budget, and a noise prior the data contradict").
-        Columns of ones are left to the one-hot check (a block of one); without an
-        intercept a nonzero constant column is the intercept. An input check shown to
-        whoever runs ``fit``; nothing of it is stored.
-        """
-        if X.shape[0] < 2:
-            return
-        low, high = X.min(axis=0), X.max(axis=0)
-        if hasattr(low, "toarray"):  # sparse
-            low, high = low.toarray().ravel(), high.toarray().ravel()
-        low, high = np.asarray(low).ravel(), np.asarray(high).ravel()
-        flat = (low == high) & ((low != 1) if self.fit_intercept else (low == 0))
-        constant = np.flatnonzero(flat)
-        if not len(constant):
-            return
-        shown = str(constant[:8].tolist())[:-1] + (", ...]" if len(constant) > 8 else "]")
-        warnings.warn(
-            f"Columns {shown} of X are constant: the data carry no information about "
-            "their coefficients, whose posterior given the data is their prior, and "
-            "DP-SGD's trace random-walks along them, so their credible intervals can "
-            "sit anywhere within the prior and be wider than it. Drop such columns (a "
-            "category of a public schema that these rows never take keeps its prior "
-            "at best). (An input check: this warning is shown to whoever runs fit; "
-            "nothing of it is stored in the estimator.)",
-            IdentifiabilityWarning, stacklevel=5)
-
-    def _warn_undeclared_onehot(self, X, declared):
-        """Warn when X holds complete one-hot blocks that ``onehot_blocks`` leaves out.
-
-        Beside the intercept (or beside a second block) such a block leaves the
-        likelihood flat along one direction, which only a declared block gets right
-        (:mod:`skdpvi.noise_aware.flat_directions`). An input check shown to whoever
-        runs ``fit``, who holds the data; nothing of it is stored.
-        """
-        skip = [j for block in declared for j in block.tolist()]
-        found = find_onehot_blocks(X, skip=skip)
-        if not found or (not self.fit_intercept and len(found) + len(declared) < 2):
-            return
-        shown = ", ".join(f"[{b[0]}, ..., {b[-1]}]" if len(b) > 4 else str(b)
-                          for b in found[:4]) + (", ..." if len(found) > 4 else "")
-        suggestion = [block.tolist() for block in declared] + found
-        suggestion = str(suggestion) if len(str(suggestion)) <= 120 else "[...]"
-        warnings.warn(
-            f"Columns {shown} of X are 0/1 with exactly one 1 in every row (complete "
-            "one-hot encodings) but are not in onehot_blocks. Beside the intercept (or "
-            "another block) the likelihood is flat along each block's sum, DP-SGD's "
-            "trace random-walks there, and the credible intervals of the block's "
-            "coefficients and of the intercept can be far off. If the columns come from a public schema, "
-            f"declare them: onehot_blocks={suggestion}. (An input check: this warning "
-            "is shown to whoever runs fit; nothing of it is stored in the estimator.)",
-            IdentifiabilityWarning, stacklevel=5)
 
     def _onehot_blocks(self, n_features):
         """``onehot_blocks`` as a list of int arrays, validated against n_features."""

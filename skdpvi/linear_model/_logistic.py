@@ -252,7 +252,8 @@ default="auto"
     --------
     >>> from sklearn.datasets import make_classification
     >>> from skdpvi import DPBayesianLogisticRegression
-    >>> X, y = make_classification(n_samples=2000, n_features=4, random_state=0)
+    >>> X, y = make_classification(n_samples=2000, n_features=4, n_redundant=0,
+    ...                            random_state=0)
     >>> clf = DPBayesianLogisticRegression(epsilon=1.0, max_iter=1000,
     ...                                    inference="exact", random_state=0)
     >>> clf.fit(X, y).predict_proba(X[:2]).shape
@@ -263,6 +264,7 @@ default="auto"
 
     _y_numeric = False
     _private_clip_norm = True
+    _checks_collinearity = True
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, max_iter=10_000, sampling_rate=0.1,
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
