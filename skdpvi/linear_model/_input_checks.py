@@ -10,6 +10,10 @@ release to show it:
 - constant columns (:func:`warn_constant_columns`);
 - nearly collinear columns, for the logistic model (:func:`warn_collinear_columns`).
 
+And one privacy check: features standardised with the statistics of these very rows
+(a ``StandardScaler`` fitted on the private data), which puts unnoised statistics of
+the data outside the guarantee (:func:`warn_private_standardisation`).
+
 These are input checks, like the check for NaN: they read the rows, are shown to
 whoever runs ``fit`` (who holds the data), and nothing of them is stored in the
 estimator or changes what it fits, so they are outside the privacy mechanism.
@@ -19,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from ..exceptions import IdentifiabilityWarning
+from ..exceptions import IdentifiabilityWarning, PrivacyWarning
 from ..noise_aware.flat_directions import find_onehot_blocks
 
 #: Above this variance inflation factor of a feature (among the features, by their
@@ -43,6 +47,7 @@ _NOTE = ("(An input check: this warning is shown to whoever runs fit; nothing of
 def check_input_design(X, declared, fit_intercept, collinearity=True):
     """Run the checks on X (``declared``: the validated ``onehot_blocks``; the
     collinearity check only with ``collinearity``)."""
+    warn_private_standardisation(X)
     found = warn_undeclared_onehot(X, declared, fit_intercept)
     constant = warn_constant_columns(X, fit_intercept)
     if collinearity:
@@ -108,6 +113,36 @@ def warn_constant_columns(X, fit_intercept):
             f"keeps its prior at best). {_NOTE}",
             IdentifiabilityWarning, stacklevel=_STACKLEVEL)
     return constant
+
+
+def warn_private_standardisation(X):
+    """Warn when every non-binary column of X has mean 0 and standard deviation 1 to
+    rounding: standardised with the statistics of these very rows (a
+    ``StandardScaler`` fitted on them), which no public constant would give exactly.
+    Those means and standard deviations are statistics of the private data, unnoised,
+    kept by the scaler and outside the privacy guarantee (user guide, "Privacy
+    pitfalls"). Dense input only (a sparse scaler does not centre)."""
+    if hasattr(X, "toarray") or X.shape[0] < 3:
+        return
+    X = np.asarray(X)
+    binary = np.all((X == 0) | (X == 1), axis=0)
+    if binary.all():
+        return
+    values = X[:, ~binary].astype(float)
+    tolerance = 1e-4 if X.dtype == np.float32 else 1e-8
+    if (np.all(np.abs(values.mean(0)) < tolerance)
+            and np.all(np.abs(values.std(0) - 1.0) < tolerance)):
+        warnings.warn(
+            "Every non-binary column of X has mean 0 and standard deviation 1 to "
+            "rounding: X looks standardised with the means and standard deviations of "
+            "these very rows (a StandardScaler fitted on them). Those are statistics "
+            "of the private data, released without noise by whoever keeps the scaler, "
+            "outside the privacy guarantee that epsilon_ states. Scale with public "
+            "values (public bounds or published means and sds; user guide, 'Privacy "
+            "pitfalls'); on public or simulated data this is harmless. (An input "
+            "check: this warning is shown to whoever runs fit; nothing of it is "
+            "stored in the estimator.)",
+            PrivacyWarning, stacklevel=_STACKLEVEL)
 
 
 def variance_inflation(X, skip=()):

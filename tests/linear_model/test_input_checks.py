@@ -80,3 +80,33 @@ def test_logistic_fit_warns_about_collinear_columns_and_stores_nothing():
         warnings.filterwarnings("error", message=".*nearly collinear")
         DPBayesianLinearRegression(max_iter=100, random_state=0).fit(
             X, 0.3 * X[:, 0] + 0.2 * X[:, 2])
+
+
+def test_features_standardised_on_these_rows_warn_about_privacy():
+    """A StandardScaler fitted on the private rows keeps their means and sds, outside
+    the guarantee; only exactly standardised columns (mean 0, sd 1 to rounding) warn."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skdpvi.exceptions import PrivacyWarning
+    from skdpvi.linear_model._input_checks import warn_private_standardisation
+
+    def warned(X):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn_private_standardisation(X)
+        return any(issubclass(w.category, PrivacyWarning) for w in caught)
+
+    rng = np.random.default_rng(3)
+    X = 3.0 + 2.0 * rng.normal(size=(500, 3))
+    onehot = np.eye(3)[rng.integers(0, 3, 500)]
+    scaled = StandardScaler().fit_transform(X)
+    assert warned(scaled) and warned(scaled.astype(np.float32))
+    assert warned(np.c_[scaled, onehot])  # binary columns are left as they are
+    assert not warned(X) and not warned((X - 3.0) / 2.0)  # public constants
+    assert not warned(StandardScaler().fit(X[:250]).transform(X[250:]))  # other rows
+    assert not warned(onehot) and not warned(sparse.csr_matrix(scaled))
+    y = (X[:, 0] > 3.0).astype(int)
+    with pytest.warns(PrivacyWarning, match="standardised with the means"):
+        make_pipeline(StandardScaler(), DPBayesianLogisticRegression(
+            max_iter=100, random_state=0)).fit(X, y)
