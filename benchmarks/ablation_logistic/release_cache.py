@@ -98,7 +98,9 @@ HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
            # rare outcomes (about 6 % positives: intercepts N(-3.2, 0.5^2), coefficients
            # N(0, 1)) fitted with prior_scale 3, the user guide's advice; the truths
            # are not from the estimator's prior, so only coverage and z-scores count
-           "rare": ("rare", 5, 5000, 0.0, 1.0, 3.0)}
+           "rare": ("rare", 5, 5000, 0.0, 1.0, 3.0),
+           # rarer still: intercepts N(-5, 0.5^2) (rho holds the intercepts' mean)
+           "rare5": ("rare", 5, 5000, -5.0, 1.0, 3.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
@@ -126,10 +128,10 @@ def simulate(cell, seed):
         X = X @ np.linalg.cholesky(rho ** lags).T
     elif design == "pair":  # the second column a near-duplicate of the first
         X[:, 1] = rho * X[:, 0] + np.sqrt(1 - rho**2) * X[:, 1]
-    elif rho:  # equicorrelated, unit variances
+    elif rho and design == "gaussian":  # equicorrelated, unit variances
         X = np.sqrt(1 - rho) * X + np.sqrt(rho) * rng.standard_normal((n, 1))
-    if design == "rare":
-        theta = np.r_[rng.standard_normal(d), -3.2 + 0.5 * rng.standard_normal()]
+    if design == "rare":  # rho: the intercepts' mean (0: -3.2)
+        theta = np.r_[rng.standard_normal(d), (rho or -3.2) + 0.5 * rng.standard_normal()]
     else:
         theta = scale * rng.standard_normal(d + 1)
     y = (rng.random(n) < 1 / (1 + np.exp(-(X @ theta[:-1] + theta[-1])))).astype(int)
