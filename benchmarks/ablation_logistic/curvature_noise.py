@@ -39,7 +39,12 @@ and errors captured; nothing here is a package option):
     by the diagonal); ``eb``: each component through its own posterior draw;
     ``ebw``: the package's curvature perturbed as in ``wishart`` with m0 + nu degrees
     of freedom. Optimum, error, prior gain, covariance and the default's probit shift
-    as in ``wishart``.
+    as in ``wishart``. Each also with the coupling along the means in the prior's
+    mean (``ebr_point``, ``ebr``: mean ``I + beta u u^T``, u the whitened window mean
+    of the means, beta by marginal likelihood too).
+``ebpkg``
+    That structured posterior mean as the package's pre-matching shrinkage, in every
+    matched fit (``ebrpkg``).
 ``debias``
     ``error_model="dense"`` (whose curvature is the inverse of the window's wander
     covariance S, so its optimum's error ``K^-1 Q K^-1 / n`` is quadratic in S and
@@ -279,101 +284,89 @@ def _nonlinear_eigenvalues(lam, n):
     return lam / ((np.pi * c * lam * f_tilde) ** 2 + (1 - c - np.pi * c * lam * Hf_tilde) ** 2)
 
 
-def _nonlinear_shrinkage(looks):
-    """``shrink_wander_covariance`` replaced: the wander covariance, whitened by the
-    uncorrelated target, with its eigenvalues shrunk nonlinearly for ``looks`` x the
-    median relaxations samples (eigenvectors kept), in every matched fit."""
+def _whitened_shrinkage(whitened):
+    """``shrink_wander_covariance`` replaced, in every matched fit: the wander
+    covariance whitened by the uncorrelated target (each coordinate's window variance
+    that its mean-field curvature implies), mapped by ``whitened(W, n_relax)``, and
+    unwhitened. "dense_shrunk" (its effective relaxations positional) is unchanged."""
     from skdpvi.noise_aware import linear_response as lr
 
     original = lr.shrink_wander_covariance
 
     def shrink(covariance, steps, noise_var, n_steps, diagonal_curvature, *args, **kwargs):
-        if args:  # "dense_shrunk" (effective_relaxations positional): unchanged
+        if args:
             return original(covariance, steps, noise_var, n_steps, diagonal_curvature,
                             *args, **kwargs)
-        S = np.asarray(covariance, float)
         steps = np.asarray(steps, float)
         k = np.asarray(diagonal_curvature, float)
         n_relax = np.maximum(n_steps * steps * k, 1e-2)
         target = lr._window_factor(n_relax) * steps * np.asarray(noise_var, float) / (2 * k)
         w = 1 / np.sqrt(target)
-        lam, U = np.linalg.eigh(S * np.outer(w, w))
-        n = max(looks * float(np.median(n_relax)), len(S) + 1.0)
-        W = (U * _nonlinear_eigenvalues(lam, n)) @ U.T
+        W = whitened(np.asarray(covariance, float) * np.outer(w, w), n_relax, w)
         return 0.5 * (W + W.T) / np.outer(w, w), {"intensity": np.nan, "n_kept": 0}
 
     return shrink
 
 
-def _nonlinear_one(cell, row, cs, run_params, n_draws=1000):
-    from skdpvi.linear_model import _logistic_dense
-    from skdpvi.noise_aware import linear_response
+def _nonlinear_shrinkage(looks):
+    """The whitened wander's eigenvalues shrunk nonlinearly for ``looks`` x the median
+    relaxations samples (eigenvectors kept)."""
+    def whitened(W, n_relax, w):
+        lam, U = np.linalg.eigh(W)
+        n = max(looks * float(np.median(n_relax)), len(W) + 1.0)
+        return (U * _nonlinear_eigenvalues(lam, n)) @ U.T
 
-    RUN_PARAMS.update(run_params)  # in the worker
-    theta, _, est, _ = _refit(cell, row)
-    out = {"default": est.sample_posterior(n_draws, random_state=0)}
-    original = linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE
-    try:
-        _logistic_dense.MATCHED_BULK_SHRINKAGE = (0.0, np.inf)  # in every matched fit
-        for c in cs:
-            linear_response.shrink_wander_covariance = _nonlinear_shrinkage(c)
-            _, _, est, _ = _refit(cell, row)
-            out[f"nonlinear{c:g}"] = est.sample_posterior(n_draws, random_state=0)
-    finally:
-        linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE = original
-    return theta, out
+    return _whitened_shrinkage(whitened)
 
 
 def _structured_shrinkage(looks, x_bar):
-    """``shrink_wander_covariance`` replaced: the whitened wander covariance by its
-    posterior mean under the inverse-Wishart prior with mean ``I + beta u u^T`` (u the
-    whitened window mean of the means; m0 and beta by marginal likelihood,
-    :func:`_eb_structured`), for ``looks`` x the median relaxations looks, in every
-    matched fit."""
-    from skdpvi.noise_aware import linear_response as lr
-
-    original = lr.shrink_wander_covariance
-
-    def shrink(covariance, steps, noise_var, n_steps, diagonal_curvature, *args, **kwargs):
-        if args:  # "dense_shrunk" (effective_relaxations positional): unchanged
-            return original(covariance, steps, noise_var, n_steps, diagonal_curvature,
-                            *args, **kwargs)
-        S = np.asarray(covariance, float)
-        p = len(S)
-        steps = np.asarray(steps, float)
-        k = np.asarray(diagonal_curvature, float)
-        n_relax = np.maximum(n_steps * steps * k, 1e-2)
-        target = lr._window_factor(n_relax) * steps * np.asarray(noise_var, float) / (2 * k)
-        w = 1 / np.sqrt(target)
-        W = S * np.outer(w, w)
+    """The whitened wander by its posterior mean under the inverse-Wishart prior with
+    mean ``I + beta u u^T`` (u the whitened window mean of the means; m0 and beta by
+    marginal likelihood, :func:`_eb_structured`), for ``looks`` x the median
+    relaxations looks."""
+    def whitened(W, n_relax, w):
+        p = len(W)
         nu = max(looks * float(np.median(n_relax)), p + 2.0)
         u = w * x_bar[:p]
         m0, T = _eb_structured(W, nu, u / np.linalg.norm(u))
-        W = ((m0 - p - 1) * T + nu * W) / (m0 + nu - p - 1)
-        return 0.5 * (W + W.T) / np.outer(w, w), {"intensity": np.nan, "n_kept": 0}
+        return ((m0 - p - 1) * T + nu * W) / (m0 + nu - p - 1)
 
-    return shrink
+    return _whitened_shrinkage(whitened)
 
 
-def _ebpkg_one(cell, row, cs, run_params, n_draws=1000):
+def _every_matched_fit(cell, row, run_params, shrinkages, n_draws=1000):
+    """(theta, draws): the default's, and the default's again with each of
+    ``shrinkages`` (name: replacement of ``shrink_wander_covariance``) in every
+    matched fit."""
     from skdpvi.linear_model import _logistic_dense
     from skdpvi.noise_aware import linear_response
 
     RUN_PARAMS.update(run_params)  # in the worker
     theta, _, est, _ = _refit(cell, row)
     out = {"default": est.sample_posterior(n_draws, random_state=0)}
-    stats = row["result"].stats
-    x_bar = stats.shift + stats.sum_x / stats.count
     original = linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE
     try:
         _logistic_dense.MATCHED_BULK_SHRINKAGE = (0.0, np.inf)  # in every matched fit
-        for c in cs:
-            linear_response.shrink_wander_covariance = _structured_shrinkage(c, x_bar)
+        for name, shrinkage in shrinkages.items():
+            linear_response.shrink_wander_covariance = shrinkage
             _, _, est, _ = _refit(cell, row)
-            out[f"ebrpkg{c:g}"] = est.sample_posterior(n_draws, random_state=0)
+            out[name] = est.sample_posterior(n_draws, random_state=0)
     finally:
         linear_response.shrink_wander_covariance, _logistic_dense.MATCHED_BULK_SHRINKAGE = original
     return theta, out
+
+
+def _nonlinear_one(cell, row, cs, run_params, n_draws=1000):
+    return _every_matched_fit(cell, row, run_params,
+                              {f"nonlinear{c:g}": _nonlinear_shrinkage(c) for c in cs}, n_draws)
+
+
+def _ebpkg_one(cell, row, cs, run_params, n_draws=1000):
+    stats = row["result"].stats
+    x_bar = stats.shift + stats.sum_x / stats.count
+    return _every_matched_fit(
+        cell, row, run_params,
+        {f"ebrpkg{c:g}": _structured_shrinkage(c, x_bar) for c in cs}, n_draws)
 
 
 def _eb_prior_dof(W, nu):
