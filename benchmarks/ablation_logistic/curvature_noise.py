@@ -184,20 +184,30 @@ def _roots(A):
     return V * np.sqrt(np.maximum(w, 0.0))[..., None, :]
 
 
-def _wishart_one(cell, row, cs, run_params, n_draws=1000):
+def _default_release(cell, row, run_params, n_draws):
+    """The default post-processed again, and what the curvature probes build on: theta,
+    X, the estimator, its captured info, its draws ({"default": ...}), the release, the curvature, the
+    noise variances, the window's mean and mean gradient, and the default's probit
+    shift of the centre (kept as it is)."""
     RUN_PARAMS.update(run_params)  # in the worker
     theta, X, est, info = _refit(cell, row)
     out = {"default": est.sample_posterior(n_draws, random_state=0)}
     result = row["result"]
-    p, n, kappa = len(theta), result.stats.count, result.sampling_rate
+    p, n = len(theta), result.stats.count
     K_hat, Q = info["curvature"], result.noise_std[:p] ** 2
     x_bar = result.stats.shift[:p] + result.stats.sum_x[:p] / n
     g_bar = result.stats.sum_g[:p] / n
-    # the default's probit shift of the centre, kept as it is
     if not hasattr(est.posterior_.components, "mean"):
         raise ValueError("declared one-hot blocks (flat-direction components): not covered")
     shift = (est.posterior_.components.mean.mean(0)
              - _optima(np.linalg.inv(K_hat)[None], x_bar, g_bar, Q, n)[0][0])
+    return theta, X, est, info, out, result, K_hat, Q, x_bar, g_bar, shift
+
+
+def _wishart_one(cell, row, cs, run_params, n_draws=1000):
+    theta, X, est, info, out, result, K_hat, Q, x_bar, g_bar, shift = _default_release(
+        cell, row, run_params, n_draws)
+    p, n, kappa = len(theta), result.stats.count, result.sampling_rate
     w, V = np.linalg.eigh(K_hat)
     root = (V * np.sqrt(w)) @ V.T
     relaxations = float(np.median(info["relaxation_times"]))
@@ -421,18 +431,9 @@ def _eb_one(cell, row, cs, run_params, n_draws=1000):
     from skdpvi.noise_aware import mean_field_curvature
     from skdpvi.noise_aware.linear_response import _window_factor
 
-    RUN_PARAMS.update(run_params)  # in the worker
-    theta, X, est, info = _refit(cell, row)
-    out = {"default": est.sample_posterior(n_draws, random_state=0)}
-    result = row["result"]
+    theta, X, est, info, out, result, K_hat, Q, x_bar, g_bar, shift = _default_release(
+        cell, row, run_params, n_draws)
     p, n, kappa = len(theta), result.stats.count, result.sampling_rate
-    K_hat, Q = info["curvature"], result.noise_std[:p] ** 2
-    x_bar = result.stats.shift[:p] + result.stats.sum_x[:p] / n
-    g_bar = result.stats.sum_g[:p] / n
-    if not hasattr(est.posterior_.components, "mean"):
-        raise ValueError("declared one-hot blocks (flat-direction components): not covered")
-    shift = (est.posterior_.components.mean.mean(0)
-             - _optima(np.linalg.inv(K_hat)[None], x_bar, g_bar, Q, n)[0][0])
     steps = np.asarray(result.learning_rate, float)[:p]
     D = mean_field_curvature(result.stats, p, kappa)
     relax = n * steps * D
