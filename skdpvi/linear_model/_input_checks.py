@@ -39,6 +39,8 @@ LARGEST_VARIANCE_INFLATION = 5.0
 #: The collinearity check reads at most this many rows (evenly spaced) and at most
 #: this many values in all: a warning's estimate, not a statistic of every row.
 _COLLINEARITY_ROWS = (20_000, 4_000_000)
+#: Values per chunk of the standardisation check's pass over X.
+_CHUNK_VALUES = 2_000_000
 _STACKLEVEL = 6  # the user's fit call, through _validate_fit_data and check_input_design
 _NOTE = ("(An input check: this warning is shown to whoever runs fit; nothing of it is "
          "stored in the estimator.)")
@@ -124,14 +126,20 @@ def warn_private_standardisation(X):
     pitfalls"). Dense input only (a sparse scaler does not centre)."""
     if hasattr(X, "toarray") or X.shape[0] < 3:
         return
-    X = np.asarray(X)
-    binary = np.all((X == 0) | (X == 1), axis=0)
+    n, d = X.shape
+    total, squares, binary = np.zeros(d), np.zeros(d), np.ones(d, bool)
+    step = max(1, _CHUNK_VALUES // d)  # in chunks: no copy of X (a memmap stays on disk)
+    for start in range(0, n, step):
+        block = np.asarray(X[start:start + step], dtype=float)
+        total += block.sum(0)
+        squares += (block * block).sum(0)
+        binary &= np.all((block == 0) | (block == 1), axis=0)
     if binary.all():
         return
-    values = X[:, ~binary].astype(float)
+    mean = total[~binary] / n
+    variance = squares[~binary] / n - mean**2
     tolerance = 1e-4 if X.dtype == np.float32 else 1e-8
-    if (np.all(np.abs(values.mean(0)) < tolerance)
-            and np.all(np.abs(values.std(0) - 1.0) < tolerance)):
+    if np.all(np.abs(mean) < tolerance) and np.all(np.abs(variance - 1.0) < 2 * tolerance):
         warnings.warn(
             "Every non-binary column of X has mean 0 and standard deviation 1 to "
             "rounding: X looks standardised with the means and standard deviations of "
