@@ -10,6 +10,7 @@ estimator that fits several data sets at once (skdpvi's: DP-SGD in lockstep,
 """
 
 import re
+import threading
 import warnings
 
 import numpy as np
@@ -52,7 +53,13 @@ def _simulation_batch(estimator, simulator, seeds_list, n_draws, unconstrained,
     Returns the simulations' outputs and the warnings raised on the way, as
     ``(category, message)`` pairs, for :func:`_summarise_warnings` (a worker's own
     warnings would print once per process and text, hundreds of lines for a study).
+    Only in a process's main thread: Python's warning capture is process-wide, and
+    tasks in a thread pool (joblib's threading backend, dask's threads) would race
+    on it, so there the warnings are shown as they come and none are returned.
     """
+    if threading.current_thread() is not threading.main_thread():
+        return _simulate_fit_sample(estimator, simulator, seeds_list, n_draws,
+                                    unconstrained, prior_sampler), []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         outputs = _simulate_fit_sample(estimator, simulator, seeds_list, n_draws,
@@ -245,8 +252,9 @@ def run_tarp_study(
     The warnings the fits raise are collected in the workers instead of printed
     there, grouped by category and text (numbers aside), and raised again once per
     group with their count ("12 times in the study's 200 simulations ..."); the
-    groups are ``result.fit_warnings``. With a thread-based joblib backend the
-    counts can be off (Python's warning capture is process-wide).
+    groups are ``result.fit_warnings``. Tasks that run in a thread pool (joblib's
+    threading backend, dask workers' threads) show their warnings as they come and
+    add none to ``fit_warnings``: Python's warning capture is process-wide.
 
     See Also
     --------

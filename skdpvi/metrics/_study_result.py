@@ -35,7 +35,8 @@ class TarpStudyResult:
         The warnings the fits raised, grouped by category and text (numbers
         aside): ``category`` (the class name), ``count`` and ``message`` (the
         first of the group). How often a check fired across the simulations is
-        itself a diagnostic of the design.
+        itself a diagnostic of the design. Empty for tasks that ran in a thread
+        pool (see :func:`run_tarp_study`).
     """
 
     tarp: TarpResult

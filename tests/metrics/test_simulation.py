@@ -302,3 +302,15 @@ def test_fit_warnings_are_counted_once_per_kind(n_jobs):
             "first of the kind shown): always warns") in shown
     # the same draws as a study whose fits do not warn
     assert_same_study(study, run_tarp_study(NoisyGaussianMean(), simulator, **kw))
+
+
+def test_fit_warnings_in_a_thread_pool_are_shown_not_collected():
+    # Python's warning capture is process-wide: threads would race on it
+    import warnings
+
+    kw = dict(n_simulations=24, n_draws=50, random_state=0, n_jobs=2)
+    with warnings.catch_warnings(record=True) as caught, joblib.parallel_backend("threading"):
+        warnings.simplefilter("always")
+        study = run_tarp_study(WarningMean(), simulator, **kw)
+    assert study.fit_warnings == []
+    assert sum(str(w.message) == "always warns" for w in caught) == 24
