@@ -168,7 +168,15 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         (:class:`~sklearn.exceptions.ConvergenceWarning`) that the intervals can be
         too narrow, as measured on 5-20 features at epsilon 0.3-1 (not on every
         design: 5 features on 400 rows at epsilon 1 warned in 129 of 200 fits and
-        was calibrated): more rows, a larger epsilon or fewer features help.
+        was calibrated): more rows, a larger epsilon or fewer features help; a
+        reading within its standard error of zero warns that the release does not
+        resolve it. ``inference_diagnostics_["noise_variance_prior_level"]`` is the
+        noise variance prior's cumulative probability at the posterior median;
+        outside 0.001-0.999 the fit warns that the data contradict the noise prior.
+        ``inference_diagnostics_["batch_over_noise"]`` (every fit) is
+        ``sampling_rate * n_samples / (noise_multiplier * sqrt(p))``, p the
+        coefficients with the intercept, from public settings only; below 0.125 the
+        fit warns "Few rows for this privacy budget".
 
     Notes
     -----

@@ -248,6 +248,14 @@ default="auto"
     -----
     Sample weights are not accepted: they would change the per-example sensitivity.
 
+    Before any privacy mechanism ``fit`` checks the design X and warns about
+    undeclared one-hot blocks, constant columns, nearly collinear features (a
+    variance inflation factor above 5: the intervals of such a pair were measured
+    far too narrow, and the release cannot show it) and features standardised with
+    these rows' own statistics (:class:`~skdpvi.exceptions.PrivacyWarning`); these
+    are shown to whoever runs ``fit`` and stored nowhere
+    (:mod:`skdpvi.linear_model._input_checks`).
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
