@@ -241,6 +241,12 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
             raise ValueError("datasets and random_states must have the same length.")
         fitted = [clone(self).set_params(random_state=int(s)) for s in random_states]
         inputs = [est._fit_inputs(X, y) for est, (X, y) in zip(fitted, datasets)]
+        return self._fit_prepared_batch(fitted, inputs, verbose)
+
+    @staticmethod
+    def _fit_prepared_batch(fitted, inputs, verbose=0):
+        """:meth:`_fit_batch` from estimators whose inputs are validated already:
+        ``inputs[k]`` is ``fitted[k]``'s ``(X, y_model)``; returns ``fitted``."""
         seeds = [est._fit_seeds() for est in fitted]
         settings = [est._engine_settings(X.shape[0], X.shape[1], X, s.engine)
                     for est, (X, _), s in zip(fitted, inputs, seeds)]

@@ -3,7 +3,7 @@
 import math
 
 import numpy as np
-from sklearn.base import ClassifierMixin
+from sklearn.base import ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
@@ -11,6 +11,7 @@ from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
 from ._logistic_error_models import (ERROR_MODELS, GRADIENT_MODEL_BACKENDS,
                                      WANDER_CORRECTIONS, _LogisticErrorModels)
+from . import _logistic_decorrelation as decorrelation
 from ._logistic_predictions import _LogisticPredictions
 from ._logistic_release_checks import (check_logistic_batch_noise, check_logistic_scales,
                                        check_matched_centred, check_within_prior)
@@ -179,6 +180,21 @@ default="auto"
         Columns of each categorical feature one-hot encoded with all its categories
         (public schema): the posterior takes the prior along the directions they
         leave the likelihood flat in (user guide, "One-hot blocks").
+    decorrelation : float in (0, 1) or None, default=None
+        Fit in the eigenbasis of the rows' Gram matrix ``X~^T X~`` (``X~`` with the
+        intercept column), released privately with this share of the budget's mu^2
+        (:mod:`skdpvi.linear_model._logistic_decorrelation`; the rows scaled to norm
+        at most ``1.5 sqrt(n_features + 1)`` for that release; composed with the
+        DP-SGD run by the accountant, so ``epsilon_`` covers both). A rotation keeps
+        the isotropic prior and the rows' norms; there the data's curvature is
+        nearly diagonal, so mean-field and the shrunk dense error model (what "auto"
+        means then) describe correlated features. Measured with a share of 0.1 or
+        0.3 (results page, "Fitting in the eigenbasis of the design"): on 10
+        equicorrelated features (rho 0.7, 4,000 rows, epsilon 1) TARP 0.026 / 0.044
+        and 0.018 / 0.032 (authors' / prior references; calibrated 0.026) against
+        the default's 0.062 / 0.076, 90 % ellipsoids 0.64 against 0.08. The fitted
+        ``rotation_`` and ``dpvi_result_`` are in the rotated coordinates.
+        ``wander_correction="probit"`` is not available with it.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a
@@ -230,7 +246,14 @@ default="auto"
     feature_names_in_ : ndarray of str
         Only when X has column names.
     dpvi_result_ : DPVIResult
-        The privatised trace statistics (covered by the DP guarantee).
+        The privatised trace statistics (covered by the DP guarantee); with
+        ``decorrelation``, of the run in the rotated coordinates.
+    rotation_ : ndarray of shape (n_features + 1, n_features + 1)
+        Only with ``decorrelation``: the eigenvectors of the released Gram matrix
+        (columns; the last row is the intercept's), ``beta = rotation_ @ gamma``.
+    gram_noise_multiplier_ : float
+        Only with ``decorrelation``: the Gram release's noise multiplier (its noise
+        sd over the squared row bound).
     inference_diagnostics_ : dict
         Backend diagnostics (emcee: acceptance, autocorrelation, ESS, the thinned
         chain, for :func:`skdpvi.integrations.to_inference_data`; every backend:
@@ -279,8 +302,8 @@ default="auto"
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
                  burn_in=0.2, inference="exact", n_posterior_samples=1000,
                  error_model="auto", wander_correction="auto", onehot_blocks=None,
-                 prior_scale=1.0, fit_intercept=True, device="cpu", random_state=None,
-                 verbose=0):
+                 decorrelation=None, prior_scale=1.0, fit_intercept=True, device="cpu",
+                 random_state=None, verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
             clip_norm=clip_norm, learning_rate=learning_rate,
@@ -294,6 +317,7 @@ default="auto"
         self.error_model = error_model
         self.wander_correction = wander_correction
         self.onehot_blocks = onehot_blocks
+        self.decorrelation = decorrelation
         self.prior_scale = prior_scale
 
     @staticmethod
@@ -314,6 +338,14 @@ default="auto"
             raise ValueError(
                 f"error_model={self.error_model!r} needs inference 'emcee', 'exact' or "
                 f"'laplace' (it remodels their draws of phi*), got inference={self.inference!r}.")
+        if self.decorrelation is not None:
+            if not (is_positive_real(self.decorrelation) and self.decorrelation < 1):
+                raise ValueError(f"decorrelation must be None or a share of the budget in "
+                                 f"(0, 1), got decorrelation={self.decorrelation!r}.")
+            if self.wander_correction == "probit":
+                raise ValueError("wander_correction='probit' is not available with "
+                                 "decorrelation: the rotated fit has no intercept "
+                                 "coordinate to measure the wander with.")
         if self.wander_correction not in WANDER_CORRECTIONS:
             raise ValueError(f"wander_correction must be one of {WANDER_CORRECTIONS}, got "
                              f"wander_correction={self.wander_correction!r}.")
@@ -369,8 +401,43 @@ default="auto"
         ...                              random_state=0).fit(X, y).n_iter_
         300
         """
-        self._fit(*self._fit_inputs(X, y))
+        X, y01 = self._fit_inputs(X, y)
+        if self.decorrelation is None:
+            self._fit(X, y01)
+            return self
+        self._check_decorrelated_params(X.shape)
+        Z, inner = decorrelation.prepare(self, X, self._fit_seeds().engine)
+        inner._fit(Z, y01)
+        decorrelation.adopt(self, inner, self._make_model(X.shape[1]))
         return self
+
+    def _fit_batch(self, datasets, random_states, verbose=0):
+        if self.decorrelation is None:
+            return super()._fit_batch(datasets, random_states, verbose)
+        fitted = [clone(self).set_params(random_state=int(s)) for s in random_states]
+        rotated, inners = [], []
+        for est, (X, y) in zip(fitted, datasets):
+            X, y01 = est._fit_inputs(X, y)
+            est._check_decorrelated_params(X.shape)
+            Z, inner = decorrelation.prepare(est, X, est._fit_seeds().engine)
+            rotated.append((Z, y01))
+            inners.append(inner)
+        for est, inner in zip(fitted, self._fit_prepared_batch(inners, rotated, verbose)):
+            decorrelation.adopt(est, inner, est._make_model(est.n_features_in_))
+        return fitted
+
+    def _check_decorrelated_params(self, shape):
+        """Validate every parameter before the Gram release spends any budget."""
+        self._check_params(shape[0])
+        self._make_model(shape[1])
+        self._onehot_blocks(shape[1])
+
+    def _other_mechanisms(self):
+        if self.decorrelation is None:  # an inner fit of a decorrelated one has them
+            return getattr(self, "_composed_mechanisms", ())
+        noise = decorrelation.gram_noise_multiplier(self.epsilon, self.delta,
+                                                    float(self.decorrelation))
+        return (decorrelation.gram_mechanism(noise),)
 
     def _fit_inputs(self, X, y):
         X, y = self._validate_fit_data(X, y)
@@ -394,3 +461,4 @@ default="auto"
         tags.classifier_tags.multi_class = False
         tags.classifier_tags.poor_score = True
         return tags
+

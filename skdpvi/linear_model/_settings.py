@@ -179,6 +179,7 @@ class _SettingsMixin:
         start = time.perf_counter()
         histogram_noise = self._clip_histogram_noise(n_samples)
         composed = () if histogram_noise is None else (histogram_mechanism(histogram_noise),)
+        composed = composed + self._other_mechanisms()
         sigma, eps_achieved = noise_multiplier(
             self.epsilon, self.delta, self.sampling_rate, int(self.max_iter),
             composed_with=composed)
@@ -244,6 +245,11 @@ class _SettingsMixin:
         whole_budget_noise, _ = noise_multiplier(self.epsilon, self.delta, 1.0, 1)
         return histogram_noise_std(whole_budget_noise)
 
+    def _other_mechanisms(self):
+        """Mechanisms a fit runs besides the DP-SGD run and the clipping histogram (a
+        subclass's; fitted: those that ran, unfitted: those a fit would run)."""
+        return ()
+
     def _step_matrix(self, engine, n_samples):
         """A ``step_matrix`` for the engine (a subclass's; None: the plain step)."""
         return None
@@ -261,17 +267,20 @@ class _SettingsMixin:
         Returns
         -------
         mechanisms : tuple of skdpvi.accounting.DPSGDMechanism
-            The DP-SGD run first, then the row-norm histogram, if any.
+            The DP-SGD run first, then the row-norm histogram, if any, then the
+            mechanisms of :meth:`_other_mechanisms` (the logistic estimator's Gram
+            release).
         delta : float
         """
         if hasattr(self, "noise_multiplier_"):
             run = DPSGDMechanism(self.noise_multiplier_, self.sampling_rate, self.n_iter_)
             noise = getattr(self, "clip_histogram_noise_", None)
             extra = () if noise is None else (histogram_mechanism(noise),)
-            return (run, *extra), self.delta_
+            return (run, *extra, *self._other_mechanisms()), self.delta_
         extra = ()
         if self.clip_norm == "auto" and self._private_clip_norm:
             extra = (histogram_mechanism(self._histogram_noise()),)
+        extra = extra + self._other_mechanisms()
         sigma, _ = noise_multiplier(self.epsilon, self.delta, self.sampling_rate, self.max_iter,
                                     composed_with=extra)
         return (DPSGDMechanism(sigma, self.sampling_rate, self.max_iter), *extra), self.delta

@@ -1,0 +1,172 @@
+"""DPBayesianLogisticRegression(decorrelation=share): the fit in the eigenbasis of the
+rows' privately released Gram matrix (skdpvi.linear_model._logistic_decorrelation)."""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skdpvi import DPBayesianLogisticRegression
+from skdpvi.accounting import compose_epsilon, noise_multiplier, total_privacy_spent
+from skdpvi.linear_model import _logistic_decorrelation as dec
+
+FAST = dict(max_iter=600, n_posterior_samples=400)
+
+
+@pytest.fixture(scope="module")
+def pair_data():
+    """Two strongly correlated features (rho 0.9), one independent; 4,000 rows."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    z = rng.standard_normal((n, 3))
+    X = np.c_[z[:, 0], 0.9 * z[:, 0] + math.sqrt(1 - 0.81) * z[:, 1], z[:, 2]]
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X @ [0.8, -0.5, 0.6] + 0.2)))).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def fitted(pair_data):
+    return DPBayesianLogisticRegression(decorrelation=0.1, epsilon=3.0, random_state=0,
+                                        **FAST).fit(*pair_data)
+
+
+def test_gram_release_noise_scale_and_row_bound():
+    """The release adds N(0, (noise_std * bound^2)^2) to every upper-triangle entry
+    and the rows enter scaled to norm at most 1.5 sqrt(p)."""
+    X = np.zeros((3, 2))
+    X[0] = [100.0, 0.0]  # far beyond the bound: scaled to it
+    p = 3
+    bound = dec.GRAM_ROW_BOUND * math.sqrt(p)
+    row = np.array([100.0, 0.0, 1.0])
+    row *= bound / np.linalg.norm(row)
+    gram = np.outer(row, row) + 2 * np.outer([0, 0, 1.0], [0, 0, 1.0])
+    noise_std = 0.7
+    rng = np.random.default_rng(0)
+    draws = []
+    for _ in range(2000):
+        V, lam = dec.private_gram_rotation(X, True, noise_std, rng)
+        np.testing.assert_allclose(V.T @ V, np.eye(p), atol=1e-10)  # orthonormal
+        draws.append((V * lam) @ V.T)  # the released matrix
+    draws = np.array(draws)
+    np.testing.assert_allclose(draws, np.swapaxes(draws, 1, 2), atol=1e-9)  # symmetric
+    np.testing.assert_allclose(draws.mean(0), gram, atol=5 * noise_std * bound**2 / 40)
+    sd = draws.std(0)
+    np.testing.assert_allclose(sd, noise_std * bound**2, rtol=0.08)
+
+
+def test_gram_noise_multiplier_is_the_shares_gaussian():
+    whole, _ = noise_multiplier(1.0, 1e-5, 1.0, 1)
+    assert dec.gram_noise_multiplier(1.0, 1e-5, 0.25) == pytest.approx(2 * whole)
+
+
+def test_rotation_keeps_norms_and_maps_back(pair_data):
+    X, _ = pair_data
+    V, _ = dec.private_gram_rotation(X, True, 5.0, np.random.default_rng(1))
+    Z = dec.rotate_rows(X, V, True)
+    np.testing.assert_allclose(np.linalg.norm(Z, axis=1),
+                               np.linalg.norm(np.c_[X, np.ones(len(X))], axis=1), rtol=1e-10)
+    gamma = np.random.default_rng(2).standard_normal(4)
+    beta = V @ gamma
+    np.testing.assert_allclose(Z @ gamma, X @ beta[:3] + beta[3], atol=1e-10)
+    assert dec.rotate_rows(X.astype(np.float32), V, True).dtype == np.float32
+
+
+def test_rotated_components_map_draws_back():
+    class Fixed:
+        n_components = 1
+
+        def sample(self, index, rng):
+            return np.tile([1.0, 2.0], (len(index), 1))
+
+    V = np.array([[0.0, 1.0], [1.0, 0.0]])
+    draws = dec.RotatedComponents(Fixed(), V).sample(np.zeros(3, int), None)
+    np.testing.assert_array_equal(draws, [[2.0, 1.0]] * 3)
+
+
+def test_fit_accounts_for_the_gram_release(fitted):
+    """epsilon_ certifies the composition of DP-SGD, the clipping histogram and the
+    Gram release, and total_privacy_spent sees all three."""
+    mechanisms, delta = fitted._dp_mechanism()
+    assert len(mechanisms) == 3
+    assert mechanisms[-1].noise_multiplier == pytest.approx(fitted.gram_noise_multiplier_)
+    assert mechanisms[-1].sampling_rate == 1.0 and mechanisms[-1].steps == 1
+    eps = compose_epsilon(mechanisms, delta)
+    assert eps <= 3.0 * 1.0001
+    assert eps == pytest.approx(fitted.epsilon_, rel=0.01)
+    assert total_privacy_spent([fitted])[0] == pytest.approx(eps, rel=1e-6)
+    # without the release, the same DP-SGD noise would spend visibly less
+    assert compose_epsilon(mechanisms[:2], delta) < 0.97 * eps
+    # the unfitted estimator plans the same mechanisms
+    planned, _ = clone(fitted)._dp_mechanism()
+    assert planned[-1].noise_multiplier == pytest.approx(fitted.gram_noise_multiplier_)
+
+
+def test_fit_is_in_the_original_coordinates(fitted, pair_data):
+    X, y = pair_data
+    assert fitted.rotation_.shape == (4, 4)
+    assert fitted.error_model_ == "dense_shrunk"
+    assert list(fitted.param_names_) == ["coef[0]", "coef[1]", "coef[2]", "intercept"]
+    draws = fitted.sample_posterior(500, random_state=0)
+    assert draws.shape == (500, 4)
+    logits = X[:5] @ fitted._theta_draws[:, :3].T + fitted._theta_draws[:, 3]
+    p1 = (1 / (1 + np.exp(-logits))).mean(1)
+    np.testing.assert_allclose(fitted.predict_proba(X[:5])[:, 1], p1)
+    # the estimate is near the truth (0.8, -0.5, 0.6, 0.2) at epsilon 3 on 4,000 rows
+    np.testing.assert_allclose(draws.mean(0), [0.8, -0.5, 0.6, 0.2], atol=0.35)
+    from sklearn.linear_model import LogisticRegression
+
+    assert fitted.score(X, y) > LogisticRegression().fit(X, y).score(X, y) - 0.02
+    assert "decorrelation" in fitted.inference_diagnostics_
+
+
+def test_correlated_pair_errs_together(fitted):
+    """Mapped back, the posterior carries the pair's negative correlation (the exact
+    posterior's is about -0.9) and none with the independent feature."""
+    draws = fitted.sample_posterior(4000, random_state=1)
+    corr = np.corrcoef(draws[:, 0], draws[:, 1])[0, 1]
+    assert corr < -0.5
+    assert abs(np.corrcoef(draws[:, 0], draws[:, 2])[0, 1]) < 0.5
+
+
+def test_reproducible_pickled_and_batch_equals_fit(fitted, pair_data):
+    X, y = pair_data
+    again = clone(fitted).fit(X, y)
+    np.testing.assert_array_equal(again.coef_, fitted.coef_)
+    np.testing.assert_array_equal(again.rotation_, fitted.rotation_)
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict_proba(X[:3]), fitted.predict_proba(X[:3]))
+    batch = clone(fitted)._fit_batch([(X, y), (X[:3000], y[:3000])], [0, 7])
+    np.testing.assert_allclose(batch[0].coef_, fitted.coef_, rtol=1e-4, atol=1e-4)
+    assert batch[1].rotation_.shape == (4, 4)
+    assert batch[1].random_state == 7
+
+
+@pytest.mark.parametrize("value", [0, 1, 1.5, -0.1, float("nan"), "half", True])
+def test_bad_decorrelation_is_named(pair_data, value):
+    X, y = pair_data
+    with pytest.raises(ValueError, match="decorrelation"):
+        DPBayesianLogisticRegression(decorrelation=value, **FAST).fit(X[:200], y[:200])
+
+
+def test_probit_correction_is_refused(pair_data):
+    X, y = pair_data
+    with pytest.raises(ValueError, match="probit"):
+        DPBayesianLogisticRegression(decorrelation=0.1, wander_correction="probit",
+                                     **FAST).fit(X[:200], y[:200])
+
+
+def test_onehot_blocks_take_the_prior_in_the_original_coordinates():
+    """A declared one-hot block still gets the prior along its flat direction: the
+    flat direction is one of beta's, applied after the rotation is undone."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    cats = np.eye(3)[rng.integers(3, size=n)]
+    X = np.c_[rng.standard_normal(n), cats]
+    y = (rng.random(n) < 1 / (1 + np.exp(-(X @ [1.0, 0.5, -0.5, 0.0])))).astype(int)
+    est = DPBayesianLogisticRegression(decorrelation=0.1, onehot_blocks=[[1, 2, 3]],
+                                       random_state=0, **FAST).fit(X, y)
+    flat = np.array([0, 1, 1, 1, -1.0]) / 2.0
+    along = est.sample_posterior(4000, random_state=0) @ flat
+    assert along.std() == pytest.approx(1.0, rel=0.1)  # the prior's sd, N(0, 1)
