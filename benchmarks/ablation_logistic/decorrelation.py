@@ -25,7 +25,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _common import machine, rmse_floor, save  # noqa: E402
-from release_cache import CELLS, estimator, prior_scale, simulate  # noqa: E402
+from release_cache import CELLS, _rule_cell, estimator, prior_scale, simulate  # noqa: E402
 from skdpvi.metrics import run_tarp_study, tarp_coverage  # noqa: E402
 
 
@@ -36,7 +36,7 @@ class CellSimulator:
         self.cell = cell
 
     def __call__(self, rng):
-        return simulate(self.cell, int(rng.integers(2**31 - 1)))
+        return simulate(_rule_cell(self.cell), int(rng.integers(2**31 - 1)))
 
 
 def make(cell, variant):

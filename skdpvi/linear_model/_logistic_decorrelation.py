@@ -35,6 +35,7 @@ from sklearn.base import clone
 
 from ..accounting import DPSGDMechanism, noise_multiplier
 from ..posterior import NoiseAwarePosterior
+from ._reporting import _progress
 
 #: Rows enter the Gram matrix scaled to norm at most this times sqrt(p): a
 #: standardised row with its intercept has norm about sqrt(p).
@@ -57,6 +58,7 @@ def gram_mechanism(noise_std):
 
 
 def _with_intercept(X, fit_intercept):
+    X = X.toarray() if hasattr(X, "toarray") else X  # a chunk of CSR rows
     X = np.asarray(X, dtype=float)
     return np.c_[X, np.ones(len(X))] if fit_intercept else X
 
@@ -98,9 +100,10 @@ def private_gram_rotation(X, fit_intercept, noise_std, rng, chunk=65_536):
 
 def rotate_rows(X, rotation, fit_intercept):
     """``[X, 1] @ rotation`` (or ``X @ rotation``) in X's float dtype, without a copy
-    of X with the intercept column."""
+    of X with the intercept column: a dense (n_samples, p) array, for CSR input too
+    (rotated rows are dense)."""
     V = rotation.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
-    Z = X @ V[: X.shape[1]]
+    Z = np.asarray(X @ V[: X.shape[1]])
     if fit_intercept:
         Z += V[X.shape[1]]
     return Z
@@ -145,6 +148,10 @@ def prepare(est, X, seed):
     noise = gram_noise_multiplier(est.epsilon, est.delta, float(est.decorrelation))
     rng = np.random.default_rng([int(seed), _GRAM_STREAM])
     rotation, eigenvalues = private_gram_rotation(X, est.fit_intercept, noise, rng)
+    _progress(int(est.verbose), 1,
+              f"decorrelation: the rows' Gram matrix released (noise multiplier "
+              f"{noise:.4g}, {float(est.decorrelation):g} of the budget's mu^2); the fit "
+              f"runs in its eigenbasis")
     inner = _inner_estimator(est, est.random_state)
     inner._composed_mechanisms = (gram_mechanism(noise),)
     inner.n_features_in_ = rotation.shape[0]

@@ -170,3 +170,18 @@ def test_onehot_blocks_take_the_prior_in_the_original_coordinates():
     flat = np.array([0, 1, 1, 1, -1.0]) / 2.0
     along = est.sample_posterior(4000, random_state=0) @ flat
     assert along.std() == pytest.approx(1.0, rel=0.1)  # the prior's sd, N(0, 1)
+
+
+def test_sparse_and_float32_input_give_the_dense_fit(pair_data):
+    import scipy.sparse as sp
+
+    X, y = pair_data
+    X, y = X[:1500], y[:1500]
+    dense = DPBayesianLogisticRegression(decorrelation=0.2, random_state=0, **FAST).fit(X, y)
+    sparse = DPBayesianLogisticRegression(decorrelation=0.2, random_state=0,
+                                          **FAST).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.rotation_, dense.rotation_, atol=1e-8)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-4, atol=1e-4)
+    single = DPBayesianLogisticRegression(decorrelation=0.2, random_state=0,
+                                          **FAST).fit(X.astype(np.float32), y)
+    np.testing.assert_allclose(single.coef_, dense.coef_, atol=0.05)
