@@ -8,7 +8,8 @@ score and ROC AUC, mean +- sd over repetitions. Beside it, on the same DP-SGD ru
 previous default clipping norm ``clip_norm = 2 sqrt(57)`` (``--variants fixed``),
 and post-processing variants: ``auto_blocks`` (the schema's ``onehot_blocks``),
 ``matched`` / ``matched_blocks`` (``error_model="dense_matched"`` without / with them),
-``matched_blocks_probit`` (and ``wander_correction="probit"``).
+``matched_blocks_probit`` (and ``wander_correction="probit"``), ``dec0.1`` /
+``dec0.1_blocks`` (``decorrelation=0.1`` without / with the blocks).
 
 Run: python benchmarks/adult_defaults.py --reps 20
 """
@@ -32,7 +33,10 @@ VARIANTS = {"auto": {}, "auto_naive": {"inference": "last_iterate"},
             "matched": {"error_model": "dense_matched"},
             "matched_probit": {"error_model": "dense_matched", "wander_correction": "probit"},
             "matched_blocks_probit": {"error_model": "dense_matched", "onehot_blocks": "adult",
-                                      "wander_correction": "probit"}}
+                                      "wander_correction": "probit"},
+            # thirty-third session: the fit in the eigenbasis of the private Gram matrix
+            "dec0.1": {"decorrelation": 0.1},
+            "dec0.1_blocks": {"decorrelation": 0.1, "onehot_blocks": "adult"}}
 
 
 def one(seed, epsilon, variant):

@@ -39,9 +39,34 @@ class CellSimulator:
         return simulate(_rule_cell(self.cell), int(rng.integers(2**31 - 1)))
 
 
+class SignalOnly:
+    """Estimator classes whose decorrelation rotates only the released Gram matrix's
+    eigenvectors above ``signal`` times its noise's spectral norm."""
+
+    cache = {}
+
+    @classmethod
+    def of(cls, signal):
+        from skdpvi import DPBayesianLogisticRegression
+
+        if signal not in cls.cache:
+            cls.cache[signal] = type(f"SignalOnly{signal:g}".replace(".", "_"),
+                                     (DPBayesianLogisticRegression,),
+                                     {"_decorrelation_signal": signal, "__module__": __name__})
+        return cls.cache[signal]
+
+
+for _signal in (1.0, 2.0, 3.0):
+    globals()[SignalOnly.of(_signal).__name__] = SignalOnly.of(_signal)
+
+
 def make(cell, variant):
     if variant == "default":
         return estimator(cell)
+    if variant.startswith("dec") and "s" in variant[3:]:  # dec<share>s<signal>
+        share, signal = variant[3:].split("s")
+        est = estimator(cell, decorrelation=float(share))
+        return SignalOnly.of(float(signal))(**est.get_params())
     if variant.startswith("dec"):
         return estimator(cell, decorrelation=float(variant[3:]))
     raise ValueError(f"unknown variant {variant!r}")

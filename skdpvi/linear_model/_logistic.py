@@ -296,6 +296,10 @@ default="auto"
     _y_numeric = False
     _private_clip_norm = True
     _checks_collinearity = True
+    #: With ``decorrelation``: None rotates into every eigenvector of the released Gram
+    #: matrix; a float keeps only those above that many times the noise's spectral
+    #: norm (:func:`~._logistic_decorrelation.private_gram_rotation`)
+    _decorrelation_signal = None
 
     def __init__(self, *, epsilon=1.0, delta=1e-5, max_iter=10_000, sampling_rate=0.1,
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",

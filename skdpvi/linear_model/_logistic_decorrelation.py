@@ -63,7 +63,7 @@ def _with_intercept(X, fit_intercept):
     return np.c_[X, np.ones(len(X))] if fit_intercept else X
 
 
-def private_gram_rotation(X, fit_intercept, noise_std, rng, chunk=65_536):
+def private_gram_rotation(X, fit_intercept, noise_std, rng, signal=None, chunk=65_536):
     """Eigenvectors of the noisy Gram matrix of the rows (with the intercept column).
 
     Parameters
@@ -74,6 +74,13 @@ def private_gram_rotation(X, fit_intercept, noise_std, rng, chunk=65_536):
         The release's noise multiplier (:func:`gram_noise_multiplier`).
     rng : numpy.random.Generator
         Draws the release's noise.
+    signal : float or None, default=None
+        None: every eigenvector of the released matrix is a direction of the basis.
+        A float: only the eigenvectors whose released eigenvalue exceeds ``signal``
+        times the noise's expected spectral norm (``2 sqrt(p)`` times its entries'
+        sd) are; the rest of the basis are the coordinate axes projected off them and
+        orthonormalised (:func:`_complete_with_axes`), so that where the release is
+        noise the fit keeps the features' own coordinates.
     chunk : int, default=65_536
         Rows per pass (the intercept column is added chunk by chunk).
 
@@ -95,7 +102,27 @@ def private_gram_rotation(X, fit_intercept, noise_std, rng, chunk=65_536):
     noise = np.triu(rng.standard_normal((p, p))) * (noise_std * bound**2)
     released = gram + noise + np.triu(noise, 1).T
     eigenvalues, rotation = np.linalg.eigh(released)
+    if signal is not None:
+        noise_norm = 2.0 * math.sqrt(p) * noise_std * bound**2
+        kept = eigenvalues > float(signal) * noise_norm
+        rotation = _complete_with_axes(rotation[:, kept])
     return rotation, eigenvalues
+
+
+def _complete_with_axes(directions):
+    """An orthonormal basis: ``directions`` (orthonormal columns), then the coordinate
+    axes projected off them and orthonormalised in turn (Gram-Schmidt, the axis with
+    the largest remaining norm first): as close to the axes as the directions allow."""
+    p, k = directions.shape
+    basis = list(directions.T)
+    candidates = np.eye(p) - directions @ directions.T  # the axes, projected off
+    for _ in range(p - k):
+        norms = np.linalg.norm(candidates, axis=0)
+        j = int(np.argmax(norms))
+        b = candidates[:, j] / norms[j]
+        basis.append(b)
+        candidates -= np.outer(b, b @ candidates)
+    return np.column_stack(basis)
 
 
 def rotate_rows(X, rotation, fit_intercept):
@@ -147,7 +174,8 @@ def prepare(est, X, seed):
     estimator set to compose the release with its DP-SGD run."""
     noise = gram_noise_multiplier(est.epsilon, est.delta, float(est.decorrelation))
     rng = np.random.default_rng([int(seed), _GRAM_STREAM])
-    rotation, eigenvalues = private_gram_rotation(X, est.fit_intercept, noise, rng)
+    rotation, eigenvalues = private_gram_rotation(X, est.fit_intercept, noise, rng,
+                                                  signal=est._decorrelation_signal)
     _progress(int(est.verbose), 1,
               f"decorrelation: the rows' Gram matrix released (noise multiplier "
               f"{noise:.4g}, {float(est.decorrelation):g} of the budget's mu^2); the fit "

@@ -185,3 +185,26 @@ def test_sparse_and_float32_input_give_the_dense_fit(pair_data):
     single = DPBayesianLogisticRegression(decorrelation=0.2, random_state=0,
                                           **FAST).fit(X.astype(np.float32), y)
     np.testing.assert_allclose(single.coef_, dense.coef_, atol=0.05)
+
+
+def test_signal_only_rotation_keeps_the_axes_where_the_release_is_noise():
+    """With ``signal``, directions the release cannot tell from its noise stay the
+    coordinate axes (projected off the kept ones); the kept ones are eigenvectors."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    common = rng.standard_normal((n, 1))
+    # one strong direction (eigenvalue about 2.6 n) above three times the noise's
+    # spectral norm (2 sqrt(5) 100 1.5^2 5 = 5,031), the rest (0.2 n, 0.05 n) below
+    X = np.c_[np.sqrt(0.2) * rng.standard_normal((n, 3)) + np.sqrt(0.8) * common,
+              np.sqrt(0.05) * rng.standard_normal((n, 2))]
+    V, lam = dec.private_gram_rotation(X, False, 100.0, np.random.default_rng(1), signal=3.0)
+    np.testing.assert_allclose(V.T @ V, np.eye(5), atol=1e-12)
+    common_dir = np.r_[np.ones(3) / np.sqrt(3), 0, 0]
+    assert abs(V[:, 0] @ common_dir) > 0.99  # the one direction above the noise
+    # the independent features' axes are kept (up to sign)
+    assert np.max(np.abs(V[3:, 1:]), axis=1).min() > 0.99
+    full, _ = dec.private_gram_rotation(X, False, 100.0, np.random.default_rng(1))
+    assert np.max(np.abs(full[3:, :]), axis=1).min() < 0.99  # noise mixes them
+    none_kept, _ = dec.private_gram_rotation(X, False, 100.0, np.random.default_rng(1),
+                                             signal=1e9)
+    np.testing.assert_array_equal(none_kept, np.eye(5))
