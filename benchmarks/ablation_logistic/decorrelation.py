@@ -14,6 +14,7 @@ Run: python benchmarks/ablation_logistic/decorrelation.py rho07d10 corrb --n-sim
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -96,6 +97,13 @@ def main():
             (args.n_sim, n_params))
         payload = {"machine": machine(), "n_sim": args.n_sim, "floor": floor, "cell": cell,
                    "design": CELLS[cell], "variants": {}}
+        earlier = os.path.join(HERE, "..", "results",
+                               f"ablation_logistic_decorrelation_{cell}.json")
+        if os.path.exists(earlier):  # variants of earlier runs on the same seeds stay
+            with open(earlier) as f:
+                kept = json.load(f)
+            if kept.get("n_sim") == args.n_sim:
+                payload["variants"].update(kept["variants"])
         print(f"{cell} {CELLS[cell]}: K = {args.n_sim}; calibrated {floor['mean']:.3f} "
               f"(90 % {floor['q05']:.3f}-{floor['q95']:.3f})", flush=True)
         for variant in args.variants:

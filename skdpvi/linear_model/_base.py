@@ -278,8 +278,7 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         """The posterior with the prior along the directions ``onehot_blocks`` leave
         the likelihood flat in (:mod:`skdpvi.noise_aware.flat_directions`), or the
         posterior itself without blocks."""
-        directions = onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
-                                            self.n_features_in_, self.fit_intercept)
+        directions = self._onehot_flat_directions()
         if not len(directions):
             return posterior
         # the coefficients and the intercept come first; other parameters are untouched
@@ -287,6 +286,19 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         components = FlatPriorComponents(posterior.components, directions,
                                          model.weight_prior_sd)
         return NoiseAwarePosterior.from_components(components, model, posterior.method)
+
+    def _onehot_flat_directions(self):
+        """The directions ``onehot_blocks`` leave the likelihood flat in: orthonormal
+        rows over the coefficients and the intercept (none: shape (0, p)).
+
+        A decorrelated logistic fit's inner estimator has them given, rotated
+        (``_given_flat_directions``), since its coordinates are not the features'.
+        """
+        given = getattr(self, "_given_flat_directions", None)
+        if given is not None:
+            return given
+        return onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
+                                      self.n_features_in_, self.fit_intercept)
 
     def _batch_fit_supported(self):
         """Whether :meth:`_fit_batch` gives the fits of ``fit``: not if a subclass

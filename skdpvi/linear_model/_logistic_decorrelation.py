@@ -182,6 +182,10 @@ def prepare(est, X, seed):
               f"runs in its eigenbasis")
     inner = _inner_estimator(est, est.random_state)
     inner._composed_mechanisms = (gram_mechanism(noise),)
+    # the one-hot blocks' flat directions in the rotated coordinates: the inner fit's
+    # error models and its prior along them work there as on the features' axes
+    flat = est._onehot_flat_directions()
+    inner._given_flat_directions = flat @ rotation if len(flat) else flat
     inner.n_features_in_ = rotation.shape[0]
     inner.classes_ = est.classes_
     est.gram_noise_multiplier_ = noise
@@ -193,9 +197,9 @@ def prepare(est, X, seed):
 def adopt(est, inner, model):
     """Set ``est``'s fitted attributes from the inner fit, mapped back to beta."""
     components = RotatedComponents(inner.posterior_.components, est.rotation_)
-    posterior = NoiseAwarePosterior.from_components(components, model,
-                                                    inner.posterior_.method)
-    est.posterior_ = est._finish_posterior(posterior, model)
+    # the inner fit gave its components the prior along the flat directions already
+    est.posterior_ = NoiseAwarePosterior.from_components(components, model,
+                                                         inner.posterior_.method)
     for name in ("dpvi_result_", "noise_multiplier_", "epsilon_", "delta_", "clip_norm_",
                  "clip_histogram_noise_", "n_iter_", "burn_in_", "error_model_",
                  "wander_correction_", "_draw_seed"):

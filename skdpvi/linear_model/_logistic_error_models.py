@@ -11,7 +11,7 @@ only.
 
 import numpy as np
 
-from ..noise_aware import (coupled_means, logistic_wander_width, onehot_flat_directions,
+from ..noise_aware import (coupled_means, logistic_wander_width,
                            remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
 from ._logistic_dense import DENSE_MODELS, auto_dense_model, dense_posterior
@@ -41,8 +41,7 @@ class _LogisticErrorModels:
 
     def _flat_directions(self):
         """The directions ``onehot_blocks`` leave the likelihood flat in, or None."""
-        flat = onehot_flat_directions(self._onehot_blocks(self.n_features_in_),
-                                      self.n_features_in_, self.fit_intercept)
+        flat = self._onehot_flat_directions()
         return flat if len(flat) else None
 
     def _resolve_error_model(self, result, n_params):
