@@ -62,6 +62,10 @@ for _signal in (1.0, 2.0, 3.0):
 
 
 def make(cell, variant):
+    variant, _, error_model = variant.partition(":")  # dec0.1:dense, the inner model
+    if error_model:
+        est = make(cell, variant)
+        return est.set_params(error_model=error_model)
     if variant == "default":
         return estimator(cell)
     if variant.startswith("dec") and "s" in variant[3:]:  # dec<share>s<signal>
