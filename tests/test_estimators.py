@@ -19,7 +19,8 @@ FAST = dict(max_iter=150, n_posterior_samples=50, inference="exact", sampling_ra
 
 
 @parametrize_with_checks([DPBayesianLinearRegression(**FAST),
-                          DPBayesianLogisticRegression(**FAST)])
+                          DPBayesianLogisticRegression(**FAST),
+                          DPBayesianLogisticRegression(**FAST, decorrelation=0.2)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -469,4 +469,3 @@ default="auto"
         tags.classifier_tags.multi_class = False
         tags.classifier_tags.poor_score = True
         return tags
-

@@ -163,15 +163,15 @@ class RotatedComponents:
 def _inner_estimator(est, random_state):
     """The estimator that fits the rotated rows: no intercept, no decorrelation."""
     error_model = "dense_shrunk" if est.error_model == "auto" else est.error_model
-    inner = clone(est).set_params(fit_intercept=False, decorrelation=None,
-                                  onehot_blocks=None, error_model=error_model,
-                                  random_state=random_state)
-    return inner
+    return clone(est).set_params(fit_intercept=False, decorrelation=None,
+                                 onehot_blocks=None, error_model=error_model,
+                                 random_state=random_state)
 
 
 def prepare(est, X, seed):
-    """Release the Gram matrix and rotate the rows: ``(Z, rotation, inner)``, the inner
-    estimator set to compose the release with its DP-SGD run."""
+    """Release the Gram matrix and rotate the rows: ``(Z, inner)``, the rotated rows and
+    the inner estimator, set to compose the release with its DP-SGD run; sets
+    ``est.rotation_`` and ``est.gram_noise_multiplier_``."""
     noise = gram_noise_multiplier(est.epsilon, est.delta, float(est.decorrelation))
     rng = np.random.default_rng([int(seed), _GRAM_STREAM])
     rotation, eigenvalues = private_gram_rotation(X, est.fit_intercept, noise, rng,
