@@ -208,3 +208,12 @@ def test_signal_only_rotation_keeps_the_axes_where_the_release_is_noise():
     none_kept, _ = dec.private_gram_rotation(X, False, 100.0, np.random.default_rng(1),
                                              signal=1e9)
     np.testing.assert_array_equal(none_kept, np.eye(5))
+
+
+def test_without_intercept(pair_data):
+    X, y = pair_data
+    est = DPBayesianLogisticRegression(decorrelation=0.1, fit_intercept=False, epsilon=3.0,
+                                       random_state=0, **FAST).fit(X[:2000], y[:2000])
+    assert est.rotation_.shape == (3, 3) and est.intercept_ == 0.0
+    assert est.sample_posterior(10, random_state=0).shape == (10, 3)
+    assert est.predict_proba(X[:4]).shape == (4, 2)
