@@ -86,6 +86,31 @@ def eigen_z_sds(samples, truths):
     return np.asarray(z).std(0)
 
 
+def released_vif(X, epsilon, seed, share=0.1):
+    """The largest variance inflation factor among the features that the released Gram
+    matrix shows (centred with its intercept row; eigenvalues floored at 1e-3 of the
+    largest): a statistic a release-side gate could read."""
+    from skdpvi.linear_model import _logistic_decorrelation as dec
+
+    noise = dec.gram_noise_multiplier(epsilon, 1e-5, share)
+    V, lam = dec.private_gram_rotation(X, True, noise, np.random.default_rng(seed))
+    G = (V * lam) @ V.T
+    n = G[-1, -1]
+    m = G[-1, :-1] / n
+    C = G[:-1, :-1] / n - np.outer(m, m)
+    w, Q = np.linalg.eigh(C)
+    C = (Q * np.maximum(w, 1e-3 * w.max())) @ Q.T
+    sd = np.sqrt(np.diag(C))
+    return float(np.diag(np.linalg.inv(C / np.outer(sd, sd))).max())
+
+
+def print_released_vifs(cells, n=20):
+    for cell in cells:
+        v = [released_vif(simulate(_rule_cell(cell), s)[1], CELLS[cell][4], s) for s in range(n)]
+        print(f"{cell}: released max VIF median {np.median(v):.2f} "
+              f"({min(v):.2f}-{max(v):.2f}, {n} data sets)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cells", nargs="+", choices=sorted(CELLS))
@@ -93,7 +118,11 @@ def main():
     parser.add_argument("--n-sim", type=int, default=200)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--released-vif", action="store_true",
+                        help="only print the released Gram matrix's largest VIF per cell")
     args = parser.parse_args()
+    if args.released_vif:
+        return print_released_vifs(args.cells)
     floor = rmse_floor(args.n_sim)
     for cell in args.cells:
         n_params = CELLS[cell][1] + 1
