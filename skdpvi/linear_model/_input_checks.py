@@ -218,8 +218,9 @@ def warn_collinear_columns(X, skip=()):
             "90 % intervals covering 69 %, at 0.98 43 %; results page, 'Nearly "
             "collinear features'). Combine or drop such columns, or fit with "
             "decorrelation=0.1, in the eigenbasis of a privately released Gram matrix "
-            "(correlation 0.95: coverage 0.88-0.94 instead of 0.64-0.94; results page, "
-            f"'Fitting in the eigenbasis of the design'). {_NOTE}",
+            "(correlation 0.95 / 0.98: the coordinates' coverage 0.88-0.94 instead of "
+            "0.64-0.94 / 0.50-0.94; results page, 'Fitting in the eigenbasis of the "
+            f"design'). {_NOTE}",
             IdentifiabilityWarning, stacklevel=_STACKLEVEL)
     return vif
 

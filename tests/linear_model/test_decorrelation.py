@@ -217,3 +217,20 @@ def test_without_intercept(pair_data):
     assert est.rotation_.shape == (3, 3) and est.intercept_ == 0.0
     assert est.sample_posterior(10, random_state=0).shape == (10, 3)
     assert est.predict_proba(X[:4]).shape == (4, 2)
+
+
+def test_collinearity_warning_names_the_option_and_is_quiet_with_it(pair_data):
+    from skdpvi.exceptions import IdentifiabilityWarning
+
+    X, y = pair_data
+    X = np.c_[X[:, :1], X[:, :1] + 0.05 * X[:, 1:2], X[:, 2:]]  # a nearly duplicated pair
+    with pytest.warns(IdentifiabilityWarning, match="decorrelation=0.1"):
+        DPBayesianLogisticRegression(max_iter=50, n_posterior_samples=50,
+                                     random_state=0).fit(X[:500], y[:500])
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        DPBayesianLogisticRegression(decorrelation=0.1, max_iter=50, n_posterior_samples=50,
+                                     random_state=0).fit(X[:500], y[:500])
+    assert not any("nearly collinear" in str(w.message) for w in caught)
