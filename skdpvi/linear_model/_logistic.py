@@ -271,7 +271,8 @@ default="auto"
         the intervals were measured too narrow; the dense error models:
         ``relaxation_times`` per eigen-direction of the wander; ``error_model="auto"``
         with "exact": ``auto_error_model``, the statistics of its choice, see
-        ``error_model``).
+        ``error_model``; with ``decorrelation``: ``decorrelation``, its share, the
+        release's noise multiplier and the released matrix's eigenvalues).
 
     Notes
     -----
