@@ -420,6 +420,8 @@ default="auto"
         300
         """
         X, y01 = self._fit_inputs(X, y)
+        for name in ("rotation_", "gram_noise_multiplier_", "_gram_eigenvalues"):
+            self.__dict__.pop(name, None)  # a previous decorrelated fit's
         if self.decorrelation is None:
             self._fit(X, y01)
             return self
@@ -451,6 +453,10 @@ default="auto"
         self._onehot_blocks(shape[1])
 
     def _other_mechanisms(self):
+        if hasattr(self, "noise_multiplier_"):  # fitted: what ran, whatever set_params says
+            noise = getattr(self, "gram_noise_multiplier_", None)
+            ran = () if noise is None else (decorrelation.gram_mechanism(noise),)
+            return ran + getattr(self, "_composed_mechanisms", ())
         if self.decorrelation is None:  # an inner fit of a decorrelated one has them
             return getattr(self, "_composed_mechanisms", ())
         noise = decorrelation.gram_noise_multiplier(self.epsilon, self.delta,

@@ -234,3 +234,14 @@ def test_collinearity_warning_names_the_option_and_is_quiet_with_it(pair_data):
         DPBayesianLogisticRegression(decorrelation=0.1, max_iter=50, n_posterior_samples=50,
                                      random_state=0).fit(X[:500], y[:500])
     assert not any("nearly collinear" in str(w.message) for w in caught)
+
+
+def test_accounting_follows_the_fit_not_later_params(fitted, pair_data):
+    X, y = pair_data
+    est = clone(fitted)
+    est.fit(X[:1500], y[:1500])
+    ran, _ = est._dp_mechanism()
+    est.set_params(decorrelation=None)
+    assert est._dp_mechanism()[0] == ran  # the Gram release that ran stays accounted
+    est.fit(X[:1500], y[:1500])  # refitted without: no Gram release, no rotation
+    assert not hasattr(est, "rotation_") and len(est._dp_mechanism()[0]) == 2
