@@ -197,11 +197,17 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         self.clip_histogram_noise_ = settings.clip_histogram_noise
         self.n_iter_ = int(self.max_iter)
         self.burn_in_ = settings.engine["burn_in"]
+        self._draw_seed = seeds.draw
+        return self._set_point_estimates(model)
+
+    def _set_point_estimates(self, model):
+        """Name ``posterior_``'s parameters, draw the predictions' ``_theta_draws``
+        (seed ``_draw_seed``) and set ``coef_`` and ``intercept_``; returns the draws'
+        mean."""
         # predictions follow the fitted parameters, not a later set_params(fit_intercept=...)
         self._fitted_intercept = bool(self.fit_intercept)
         self.param_names_ = np.array(self._named_params(model.param_names), dtype=object)
         self.posterior_.param_names = self.param_names_
-        self._draw_seed = seeds.draw
         self._theta_draws = self.posterior_.sample(
             int(self.n_posterior_samples), random_state=int(self._draw_seed)
         )

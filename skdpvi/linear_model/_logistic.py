@@ -3,15 +3,14 @@
 import math
 
 import numpy as np
-from sklearn.base import ClassifierMixin, clone
+from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
-from ._logistic_error_models import (ERROR_MODELS, GRADIENT_MODEL_BACKENDS,
-                                     WANDER_CORRECTIONS, _LogisticErrorModels)
-from . import _logistic_decorrelation as decorrelation
+from ._logistic_decorrelation import _DecorrelationMixin
+from ._logistic_error_models import _LogisticErrorModels
 from ._logistic_predictions import _LogisticPredictions
 from ._logistic_release_checks import (check_logistic_batch_noise, check_logistic_scales,
                                        check_matched_centred, check_within_prior)
@@ -19,7 +18,8 @@ from ._logistic_release_checks import (check_logistic_batch_noise, check_logisti
 
 
 class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
-                                   _LogisticErrorModels, _BaseDPBayesianRegression):
+                                   _LogisticErrorModels, _DecorrelationMixin,
+                                   _BaseDPBayesianRegression):
     """Differentially private Bayesian logistic regression (NA-DPVI).
 
     Fits y | x ~ Bernoulli(sigmoid(x . w + b)) with prior (w, b) ~ N(0, prior_scale^2 I)
@@ -181,25 +181,18 @@ default="auto"
         (public schema): the posterior takes the prior along the directions they
         leave the likelihood flat in (user guide, "One-hot blocks").
     decorrelation : float in (0, 1) or None, default=None
-        Fit in the eigenbasis of the rows' Gram matrix ``X~^T X~`` (``X~`` with the
-        intercept column), released privately with this share of the budget's mu^2
-        (:mod:`skdpvi.linear_model._logistic_decorrelation`; the rows scaled to norm
-        at most ``1.5 sqrt(n_features + 1)`` for that release; composed with the
-        DP-SGD run by the accountant, so ``epsilon_`` covers the whole fit). A
-        rotation keeps the isotropic prior and the rows' norms; there the data's
-        curvature is nearly diagonal, so mean-field and the shrunk dense error model
-        (what "auto" means then) describe correlated features. Measured with a share
-        of 0.1 (results page, "Fitting in the eigenbasis of the design"; K = 200,
-        TARP authors' / prior references, a calibrated method 0.026): 10 features
-        equicorrelated at 0.7, 4,000 rows, epsilon 1: 0.065 / 0.052 -> 0.047 / 0.050,
-        90 % ellipsoids 0.06 -> 0.59; a pair of features at correlation 0.95 / 0.98:
-        the coordinates' 90 % coverage 0.64-0.94 / 0.50-0.94 -> 0.88-0.94 (so the
-        design check's collinearity warning is not shown with it). Without strong
-        correlation it comes out too wide (10 or 20 independent features, and issue
-        14's benchmark with its one-hot block declared: coverage 0.90-0.98), and
-        where the release is mostly noise (many features, few rows, small epsilon)
-        the basis is noise: not the default. The
-        fitted ``rotation_`` and ``dpvi_result_`` are in the rotated coordinates.
+        Fit in the eigenbasis of the rows' Gram matrix (with the intercept column),
+        released privately with this share of the budget's mu^2 and composed with
+        the DP-SGD run by the accountant (``epsilon_`` covers the whole fit); the
+        rows enter that release scaled to norm at most ``1.5 sqrt(n_features + 1)``.
+        There the curvature is nearly diagonal, and the shrunk dense error model
+        (what "auto" means then) describes correlated features: with 0.1, TARP on 10
+        features equicorrelated at 0.7 went from 0.065 / 0.052 to 0.047 / 0.050 and
+        a pair at correlation 0.98 from 0.182 / 0.091 to 0.020 / 0.029 (so the
+        collinearity warning is not shown with it); without strong correlation the
+        intervals come out too wide, hence not the default (user guide, "Correlated
+        features"; :mod:`skdpvi.linear_model._logistic_decorrelation`).
+        ``rotation_`` and ``dpvi_result_`` are in the rotated coordinates;
         ``wander_correction="probit"`` is not available with it.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
@@ -254,12 +247,10 @@ default="auto"
     dpvi_result_ : DPVIResult
         The privatised trace statistics (covered by the DP guarantee); with
         ``decorrelation``, of the run in the rotated coordinates.
-    rotation_ : ndarray of shape (n_features + 1, n_features + 1)
-        Only with ``decorrelation``: the eigenvectors of the released Gram matrix
-        (columns; the last row is the intercept's), ``beta = rotation_ @ gamma``.
-    gram_noise_multiplier_ : float
-        Only with ``decorrelation``: the Gram release's noise multiplier (its noise
-        sd over the squared row bound).
+    rotation_, gram_noise_multiplier_ : ndarray, float
+        Only with ``decorrelation``: the released Gram matrix's eigenvectors
+        (columns, the last row the intercept's; ``beta = rotation_ @ gamma``) and
+        the release's noise multiplier.
     inference_diagnostics_ : dict
         Backend diagnostics (emcee: acceptance, autocorrelation, ESS, the thinned
         chain, for :func:`skdpvi.integrations.to_inference_data`; every backend:
@@ -304,17 +295,6 @@ default="auto"
     _y_numeric = False
     _private_clip_norm = True
 
-    @property
-    def _checks_collinearity(self):
-        # with decorrelation the nearly collinear pairs measured were calibrated
-        # (correlation 0.95 and 0.98: coverage 0.88-0.94), so the warning would mislead
-        return self.decorrelation is None
-
-    #: With ``decorrelation``: None rotates into every eigenvector of the released Gram
-    #: matrix; a float keeps only those above that many times the noise's spectral
-    #: norm (:func:`~._logistic_decorrelation.private_gram_rotation`)
-    _decorrelation_signal = None
-
     def __init__(self, *, epsilon=1.0, delta=1e-5, max_iter=10_000, sampling_rate=0.1,
                  clip_norm="auto", learning_rate="auto", learning_rate_scale="auto",
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
@@ -348,34 +328,8 @@ default="auto"
     def _make_model(self, n_features):
         if not is_positive_real(self.prior_scale):
             raise ValueError(f"prior_scale must be a finite number > 0, got {self.prior_scale!r}.")
-        if self.error_model not in ERROR_MODELS:
-            raise ValueError(f"error_model must be one of {ERROR_MODELS}, got "
-                             f"error_model={self.error_model!r}.")
-        if (self.error_model not in ("auto", "diagonal")
-                and self.inference not in GRADIENT_MODEL_BACKENDS):
-            raise ValueError(
-                f"error_model={self.error_model!r} needs inference 'emcee', 'exact' or "
-                f"'laplace' (it remodels their draws of phi*), got inference={self.inference!r}.")
-        if self.decorrelation is not None:
-            if not (is_positive_real(self.decorrelation) and self.decorrelation < 1):
-                raise ValueError(f"decorrelation must be None or a share of the budget in "
-                                 f"(0, 1), got decorrelation={self.decorrelation!r}.")
-            if self.wander_correction == "probit":
-                raise ValueError("wander_correction='probit' is not available with "
-                                 "decorrelation: the rotated fit has no intercept "
-                                 "coordinate to measure the wander with.")
-        if self.wander_correction not in WANDER_CORRECTIONS:
-            raise ValueError(f"wander_correction must be one of {WANDER_CORRECTIONS}, got "
-                             f"wander_correction={self.wander_correction!r}.")
-        if self.wander_correction == "probit":
-            if not self.fit_intercept:
-                raise ValueError(
-                    f"wander_correction={self.wander_correction!r} needs fit_intercept=True: "
-                    "the intercept's curvature measures the wander's effect.")
-            if self.inference not in GRADIENT_MODEL_BACKENDS:
-                raise ValueError(
-                    f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
-                    f"'exact' or 'laplace', got inference={self.inference!r}.")
+        self._check_error_model_params()
+        self._check_decorrelation()
         return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
@@ -420,48 +374,12 @@ default="auto"
         300
         """
         X, y01 = self._fit_inputs(X, y)
-        for name in ("rotation_", "gram_noise_multiplier_", "_gram_eigenvalues"):
-            self.__dict__.pop(name, None)  # a previous decorrelated fit's
+        self._forget_decorrelation()
         if self.decorrelation is None:
             self._fit(X, y01)
-            return self
-        self._check_decorrelated_params(X.shape)
-        Z, inner = decorrelation.prepare(self, X, self._fit_seeds().engine)
-        inner._fit(Z, y01)
-        decorrelation.adopt(self, inner, self._make_model(X.shape[1]))
+        else:
+            self._fit_decorrelated(X, y01)
         return self
-
-    def _fit_batch(self, datasets, random_states, verbose=0):
-        if self.decorrelation is None:
-            return super()._fit_batch(datasets, random_states, verbose)
-        fitted = [clone(self).set_params(random_state=int(s)) for s in random_states]
-        rotated, inners = [], []
-        for est, (X, y) in zip(fitted, datasets):
-            X, y01 = est._fit_inputs(X, y)
-            est._check_decorrelated_params(X.shape)
-            Z, inner = decorrelation.prepare(est, X, est._fit_seeds().engine)
-            rotated.append((Z, y01))
-            inners.append(inner)
-        for est, inner in zip(fitted, self._fit_prepared_batch(inners, rotated, verbose)):
-            decorrelation.adopt(est, inner, est._make_model(est.n_features_in_))
-        return fitted
-
-    def _check_decorrelated_params(self, shape):
-        """Validate every parameter before the Gram release spends any budget."""
-        self._check_params(shape[0])
-        self._make_model(shape[1])
-        self._onehot_blocks(shape[1])
-
-    def _other_mechanisms(self):
-        if hasattr(self, "noise_multiplier_"):  # fitted: what ran, whatever set_params says
-            noise = getattr(self, "gram_noise_multiplier_", None)
-            ran = () if noise is None else (decorrelation.gram_mechanism(noise),)
-            return ran + getattr(self, "_composed_mechanisms", ())
-        if self.decorrelation is None:  # an inner fit of a decorrelated one has them
-            return getattr(self, "_composed_mechanisms", ())
-        noise = decorrelation.gram_noise_multiplier(self.epsilon, self.delta,
-                                                    float(self.decorrelation))
-        return (decorrelation.gram_mechanism(noise),)
 
     def _fit_inputs(self, X, y):
         X, y = self._validate_fit_data(X, y)

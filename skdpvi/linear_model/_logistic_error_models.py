@@ -27,6 +27,30 @@ class _LogisticErrorModels:
     (``inference``, ``error_model``, ``wander_correction``, ``onehot_blocks``,
     ``prior_scale``, ``fit_intercept``; sets ``error_model_``, ``wander_correction_``)."""
 
+    def _check_error_model_params(self):
+        """Raise for a bad ``error_model`` or ``wander_correction``, or one the
+        backend or the intercept does not support."""
+        if self.error_model not in ERROR_MODELS:
+            raise ValueError(f"error_model must be one of {ERROR_MODELS}, got "
+                             f"error_model={self.error_model!r}.")
+        if (self.error_model not in ("auto", "diagonal")
+                and self.inference not in GRADIENT_MODEL_BACKENDS):
+            raise ValueError(
+                f"error_model={self.error_model!r} needs inference 'emcee', 'exact' or "
+                f"'laplace' (it remodels their draws of phi*), got inference={self.inference!r}.")
+        if self.wander_correction not in WANDER_CORRECTIONS:
+            raise ValueError(f"wander_correction must be one of {WANDER_CORRECTIONS}, got "
+                             f"wander_correction={self.wander_correction!r}.")
+        if self.wander_correction == "probit":
+            if not self.fit_intercept:
+                raise ValueError(
+                    f"wander_correction={self.wander_correction!r} needs fit_intercept=True: "
+                    "the intercept's curvature measures the wander's effect.")
+            if self.inference not in GRADIENT_MODEL_BACKENDS:
+                raise ValueError(
+                    f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
+                    f"'exact' or 'laplace', got inference={self.inference!r}.")
+
     def _resolve_models(self, result, n_params):
         """Set ``error_model_`` and ``wander_correction_`` for this release; return the
         diagnostics of "auto"'s choice (empty when nothing was chosen)."""
