@@ -68,6 +68,8 @@ def make(cell, variant):
         return est.set_params(error_model=error_model)
     if variant == "default":
         return estimator(cell)
+    if variant.startswith("eps"):  # eps<epsilon>: the default at another budget
+        return estimator(cell).set_params(epsilon=float(variant[3:]))
     if variant.startswith("dec") and "s" in variant[3:]:  # dec<share>s<signal>
         share, signal = variant[3:].split("s")
         est = estimator(cell, decorrelation=float(share))
@@ -118,6 +120,8 @@ def main():
     parser.add_argument("--n-sim", type=int, default=200)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tag", default="",
+                        help="suffix of the results file (runs of another K or seed apart)")
     parser.add_argument("--released-vif", action="store_true",
                         help="only print the released Gram matrix's largest VIF per cell")
     args = parser.parse_args()
@@ -130,8 +134,8 @@ def main():
             (args.n_sim, n_params))
         payload = {"machine": machine(), "n_sim": args.n_sim, "floor": floor, "cell": cell,
                    "design": CELLS[cell], "variants": {}}
-        earlier = os.path.join(HERE, "..", "results",
-                               f"ablation_logistic_decorrelation_{cell}.json")
+        name = f"ablation_logistic_decorrelation_{cell}{args.tag}"
+        earlier = os.path.join(HERE, "..", "results", f"{name}.json")
         if os.path.exists(earlier):  # variants of earlier runs on the same seeds stay
             with open(earlier) as f:
                 kept = json.load(f)
@@ -162,7 +166,7 @@ def main():
                   f"{z.std(0).max():.2f}, ellipsoids {row['ellipsoid_coverage_90']:.2f}, "
                   f"eigen z sd narrowest {eig[0]:.2f} widest {eig[-1]:.2f} "
                   f"({seconds:.0f} s)", flush=True)
-            save(f"ablation_logistic_decorrelation_{cell}", payload)
+            save(name, payload)
 
 
 if __name__ == "__main__":

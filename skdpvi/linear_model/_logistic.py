@@ -330,7 +330,8 @@ default="auto"
             raise ValueError(f"prior_scale must be a finite number > 0, got {self.prior_scale!r}.")
         self._check_error_model_params()
         self._check_decorrelation()
-        return LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept)
+        return self._rows_model(
+            LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept))
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
         n_params = settings.engine["model"].n_params

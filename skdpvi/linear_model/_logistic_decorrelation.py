@@ -19,7 +19,8 @@ With ``DPBayesianLogisticRegression(decorrelation=share)`` a fit
    the DP-SGD run and the clipping histogram, so the certified epsilon covers all;
 2. rotates the rows, ``Z = X~ V`` with V the released matrix's eigenvectors: an
    orthogonal V keeps the isotropic prior ``N(0, s^2 I)`` and every row's norm (the
-   clipping) unchanged;
+   clipping) unchanged. The rows are rotated batch by batch as the engine gathers
+   them (:class:`RotatedRowsModel`), so the fit makes no rotated copy of X;
 3. fits the estimator's own machinery on ``Z`` without an intercept (error model
    "auto" meaning "dense_shrunk", measured), and maps its posterior back,
    ``beta = V gamma`` (:class:`RotatedComponents`).
@@ -31,9 +32,11 @@ through the DP-SGD run's own mechanism.
 import math
 
 import numpy as np
+import torch
 from sklearn.base import clone
 
 from ..accounting import DPSGDMechanism, noise_multiplier
+from ..models import LogisticRegressionModel
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._reporting import _progress
@@ -126,15 +129,36 @@ def _complete_with_axes(directions):
     return np.column_stack(basis)
 
 
-def rotate_rows(X, rotation, fit_intercept):
-    """``[X, 1] @ rotation`` (or ``X @ rotation``) in X's float dtype, without a copy
-    of X with the intercept column: a dense (n_samples, p) array, for CSR input too
-    (rotated rows are dense)."""
-    V = rotation.astype(X.dtype if X.dtype in (np.float32, np.float64) else np.float64)
-    Z = np.asarray(X @ V[: X.shape[1]])
-    if fit_intercept:
-        Z += V[X.shape[1]]
-    return Z
+class RotatedRowsModel(LogisticRegressionModel):
+    """The logistic model of the rotated coefficients ``gamma = V^T beta``, fitted on
+    the original rows: each batch is rotated as the engine prepares it.
+
+    ``prepare_data`` returns ``[X, 1] @ V`` (or ``X @ V`` without the intercept column)
+    for the gathered rows only, so a fit never holds a rotated copy of the data (the
+    engine's data layer prepares small data sets once up front, as for any model).
+
+    Parameters
+    ----------
+    rotation : ndarray of shape (p, p)
+        Orthonormal V (:func:`private_gram_rotation`).
+    rows_with_intercept : bool
+        The rows get their intercept column before the rotation (V's last row).
+    prior_scale : float, default=1.0
+        The isotropic prior of beta, hence of gamma.
+    """
+
+    def __init__(self, rotation, rows_with_intercept, prior_scale=1.0):
+        super().__init__(rotation.shape[1], prior_scale, fit_intercept=False)
+        self.rotation = torch.as_tensor(np.asarray(rotation), dtype=torch.float32)
+        self.rows_with_intercept = bool(rows_with_intercept)
+
+    def prepare_data(self, X, y):
+        V = self.rotation.to(X.device)
+        width = X.shape[1]
+        Z = X.to(V.dtype) @ V[:width]
+        if self.rows_with_intercept:
+            Z += V[width]
+        return Z, y
 
 
 class RotatedComponents:
@@ -170,9 +194,9 @@ def _inner_estimator(est, random_state):
 
 
 def prepare(est, X, seed):
-    """Release the Gram matrix and rotate the rows: ``(Z, inner)``, the rotated rows and
-    the inner estimator, set to compose the release with its DP-SGD run; sets
-    ``est.rotation_`` and ``est.gram_noise_multiplier_``."""
+    """Release the Gram matrix: the inner estimator, which fits the rows rotated into
+    its eigenbasis (:class:`RotatedRowsModel`) and composes the release with its
+    DP-SGD run; sets ``est.rotation_`` and ``est.gram_noise_multiplier_``."""
     noise = gram_noise_multiplier(est.epsilon, est.delta, float(est.decorrelation))
     rng = np.random.default_rng([int(seed), _GRAM_STREAM])
     rotation, eigenvalues = private_gram_rotation(X, est.fit_intercept, noise, rng,
@@ -189,10 +213,11 @@ def prepare(est, X, seed):
     inner._given_flat_directions = flat @ rotation if len(flat) else flat
     inner.n_features_in_ = rotation.shape[0]
     inner.classes_ = est.classes_
+    inner._row_rotation = (rotation, bool(est.fit_intercept))
     est.gram_noise_multiplier_ = noise
     est.rotation_ = rotation
     est._gram_eigenvalues = eigenvalues
-    return rotate_rows(X, rotation, est.fit_intercept), inner
+    return inner
 
 
 def adopt(est, inner, model):
@@ -224,6 +249,22 @@ class _DecorrelationMixin:
     #: matrix; a float keeps only those above that many times the noise's spectral
     #: norm (:func:`private_gram_rotation`)
     _decorrelation_signal = None
+    #: An inner fit's (rotation, rows_with_intercept): it reads the original rows
+    #: through a :class:`RotatedRowsModel` (set by :func:`prepare`)
+    _row_rotation = None
+
+    def _rows_model(self, model):
+        """``model``, or the rotated-rows model of an inner fit."""
+        if self._row_rotation is None:
+            return model
+        rotation, with_intercept = self._row_rotation
+        return RotatedRowsModel(rotation, with_intercept, model.prior_scale)
+
+    @property
+    def _rows_with_intercept(self):
+        if self._row_rotation is None:
+            return self.fit_intercept
+        return self._row_rotation[1]
 
     @property
     def _checks_collinearity(self):
@@ -246,8 +287,8 @@ class _DecorrelationMixin:
     def _fit_decorrelated(self, X, y01):
         """``fit`` with ``decorrelation`` on validated inputs (``_fit_inputs``)."""
         self._check_decorrelated_params(X.shape)
-        Z, inner = prepare(self, X, self._fit_seeds().engine)
-        inner._fit(Z, y01)
+        inner = prepare(self, X, self._fit_seeds().engine)
+        inner._fit(X, y01)
         adopt(self, inner, self._make_model(X.shape[1]))
 
     def _forget_decorrelation(self):
@@ -259,14 +300,13 @@ class _DecorrelationMixin:
         if self.decorrelation is None:
             return super()._fit_batch(datasets, random_states, verbose)
         fitted = [clone(self).set_params(random_state=int(s)) for s in random_states]
-        rotated, inners = [], []
+        inputs, inners = [], []
         for est, (X, y) in zip(fitted, datasets):
             X, y01 = est._fit_inputs(X, y)
             est._check_decorrelated_params(X.shape)
-            Z, inner = prepare(est, X, est._fit_seeds().engine)
-            rotated.append((Z, y01))
-            inners.append(inner)
-        for est, inner in zip(fitted, self._fit_prepared_batch(inners, rotated, verbose)):
+            inners.append(prepare(est, X, est._fit_seeds().engine))
+            inputs.append((X, y01))
+        for est, inner in zip(fitted, self._fit_prepared_batch(inners, inputs, verbose)):
             adopt(est, inner, est._make_model(est.n_features_in_))
         return fitted
 

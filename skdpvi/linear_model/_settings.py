@@ -194,7 +194,7 @@ class _SettingsMixin:
             if X is None or seed is None:
                 raise ValueError("a private clipping norm needs the rows X and a seed.")
             clip, _ = private_norm_bound(
-                row_norms_with_intercept(X, self.fit_intercept), self._default_clip_norm(model),
+                row_norms_with_intercept(X, self._rows_with_intercept), self._default_clip_norm(model),
                 histogram_noise, np.random.default_rng([int(seed), _CLIP_STREAM]))
             _progress(verbose, 2, f"clipping norm {clip:.4g} from the rows' private norm "
                                   f"histogram (noise std {histogram_noise:.3g})")
@@ -244,6 +244,11 @@ class _SettingsMixin:
         """Noise std of the row-norm histogram for this budget (if it runs)."""
         whole_budget_noise, _ = noise_multiplier(self.epsilon, self.delta, 1.0, 1)
         return histogram_noise_std(whole_budget_noise)
+
+    @property
+    def _rows_with_intercept(self):
+        """Whether the rows' norms (the clipping histogram's) count the intercept's 1."""
+        return self.fit_intercept
 
     def _other_mechanisms(self):
         """Mechanisms a fit runs besides the DP-SGD run and the clipping histogram (a

@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+import torch
 from sklearn.base import clone
 
 from skdpvi import DPBayesianLogisticRegression
@@ -64,13 +65,40 @@ def test_gram_noise_multiplier_is_the_shares_gaussian():
 def test_rotation_keeps_norms_and_maps_back(pair_data):
     X, _ = pair_data
     V, _ = dec.private_gram_rotation(X, True, 5.0, np.random.default_rng(1))
-    Z = dec.rotate_rows(X, V, True)
+    model = dec.RotatedRowsModel(V, True)
+    assert model.n_params == 4 and not model.fit_intercept
+    Z, _ = model.prepare_data(torch.tensor(X, dtype=torch.float32), torch.zeros(len(X)))
+    Z = Z.double().numpy()
     np.testing.assert_allclose(np.linalg.norm(Z, axis=1),
-                               np.linalg.norm(np.c_[X, np.ones(len(X))], axis=1), rtol=1e-10)
+                               np.linalg.norm(np.c_[X, np.ones(len(X))], axis=1), rtol=1e-5)
     gamma = np.random.default_rng(2).standard_normal(4)
     beta = V @ gamma
-    np.testing.assert_allclose(Z @ gamma, X @ beta[:3] + beta[3], atol=1e-10)
-    assert dec.rotate_rows(X.astype(np.float32), V, True).dtype == np.float32
+    np.testing.assert_allclose(Z @ gamma, X @ beta[:3] + beta[3], atol=1e-4)
+
+
+def test_fit_rotates_batches_without_a_copy_of_the_rows(pair_data, monkeypatch):
+    """The engine reads the caller's rows (the rotation happens per gathered batch),
+    and per-batch rotation gives the fit of rows rotated once up front."""
+    import skdpvi.dpvi.data as data_layer
+    import skdpvi.linear_model._base as base
+
+    X, y = pair_data
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    seen = []
+    run = base.run_dpvi
+
+    def spy(*, data, **kw):
+        seen.append(data[0])
+        return run(data=data, **kw)
+
+    monkeypatch.setattr(base, "run_dpvi", spy)
+    once = DPBayesianLogisticRegression(decorrelation=0.2, random_state=0, **FAST).fit(X, y)
+    assert np.shares_memory(seen[0], X)
+    monkeypatch.setattr(data_layer, "_PREPARE_ONCE_BYTES", 0)  # gather and rotate per step
+    per_batch = DPBayesianLogisticRegression(decorrelation=0.2, random_state=0,
+                                             **FAST).fit(X, y)
+    np.testing.assert_allclose(per_batch.coef_, once.coef_, rtol=1e-4, atol=1e-5)
+    assert per_batch.clip_norm_ == once.clip_norm_
 
 
 def test_rotated_components_map_draws_back():
