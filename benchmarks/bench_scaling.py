@@ -9,7 +9,8 @@ the fit, measured on ``--steps`` steps: fewer for the largest data, see the tabl
 the expected batch kappa N, and the peak resident memory of the process during
 the fit above what it used before, as a multiple of the input array's size. One
 more run reads the 10^7 x 100 data from a ``numpy.memmap`` (written to --tmp), and
-one shows the progress bar of ``verbose=1``.
+one shows the progress bar of ``verbose=1``. ``--decorrelation SHARE`` fits with
+that option (the Gram release and the fit in its eigenbasis) instead of the default.
 
 glibc keeps freed blocks of the per-step temporaries for reuse, so the resident
 size exceeds the live memory; ``--malloc-trim`` reruns with
@@ -30,7 +31,7 @@ from _common import RESULTS_DIR, machine, save
 DEFAULT_STEPS = {10**5: 2000, 10**6: 200, 10**7: 30}
 
 
-def child(n, d, steps, memmap_path, verbose, n_threads):
+def child(n, d, steps, memmap_path, verbose, n_threads, decorrelation=None):
     """One measurement, in a fresh process; prints a JSON line."""
     import resource
     import time
@@ -57,7 +58,8 @@ def child(n, d, steps, memmap_path, verbose, n_threads):
     y = np.empty(n, dtype=np.float32)
     for s in range(0, n, 10**6):
         y[s:s + 10**6] = X[s:s + 10**6] @ w + rng.logistic(size=len(y[s:s + 10**6])) > 0
-    kwargs = dict(max_iter=steps, inference="exact", n_posterior_samples=200, random_state=0)
+    kwargs = dict(max_iter=steps, inference="exact", n_posterior_samples=200, random_state=0,
+                  decorrelation=decorrelation)
     if n_threads:
         os.environ["SKDPVI_NUM_THREADS"] = str(n_threads)
     DPBayesianLogisticRegression(**kwargs).fit(X[:5000], y[:5000])  # imports, accountant
@@ -82,12 +84,13 @@ def child(n, d, steps, memmap_path, verbose, n_threads):
                           batch=0.1 * n, input_bytes=int(X.nbytes),
                           rss_before=before, rss_peak=peak,
                           extra_over_input=(peak - before) / X.nbytes,
-                          threads=n_threads or "default")))
+                          threads=n_threads or "default", decorrelation=decorrelation)))
 
 
-def run_child(n, d, steps, memmap_path="", verbose=0, n_threads="", env=None):
+def run_child(n, d, steps, memmap_path="", verbose=0, n_threads="", env=None,
+              decorrelation=None):
     cmd = [sys.executable, __file__, "--child", str(n), str(d), str(steps),
-           memmap_path or "-", str(verbose), n_threads or "-"]
+           memmap_path or "-", str(verbose), n_threads or "-", str(decorrelation or "-")]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env,
                          cwd=os.path.dirname(os.path.abspath(__file__)))
     if out.returncode:
@@ -140,6 +143,10 @@ def main():
                         help="also run the largest sizes on two torch threads")
     parser.add_argument("--malloc-trim", action="store_true")
     parser.add_argument("--plot", default=None, help="save the scaling plot here")
+    parser.add_argument("--decorrelation", type=float, default=None,
+                        help="fit with decorrelation=SHARE; only the size grid runs "
+                             "(no memmap or progress-bar runs)")
+    parser.add_argument("--name", default="bench_scaling", help="results file name")
     args = parser.parse_args()
     payload = {"machine": machine(), "load_before": os.getloadavg(), "rows": []}
     print(f"load average before: {payload['load_before']}")
@@ -155,12 +162,16 @@ def main():
     for n in (int(s) for s in args.sizes):
         for d in args.dims:
             steps = args.steps or DEFAULT_STEPS.get(n, 200)
-            show(run_child(n, d, steps)[0])
+            show(run_child(n, d, steps, decorrelation=args.decorrelation)[0],
+                 f"decorrelation={args.decorrelation}" if args.decorrelation else "")
             if args.malloc_trim:
                 env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
                 show(run_child(n, d, steps, env=env)[0], "MALLOC_MMAP_THRESHOLD_=65536")
             if args.threads and n == max(int(s) for s in args.sizes):
                 show(run_child(n, d, steps, n_threads="2")[0], "2 threads")
+    if args.decorrelation:
+        save(args.name, payload)
+        return
     n, d = int(max(args.sizes)), max(args.dims)
     path = os.path.join(args.tmp, f"skdpvi_bench_{n}x{d}.npy")
     row, _ = run_child(n, d, args.steps or DEFAULT_STEPS.get(n, 200), memmap_path=path)
@@ -174,7 +185,7 @@ def main():
     print("verbose=1 progress bar (stderr):", *payload["progress_bar"], sep="\n  ")
     payload["load_after"] = os.getloadavg()
     print(f"load average after: {payload['load_after']}")
-    save("bench_scaling", payload)
+    save(args.name, payload)
     if args.plot:
         plot(payload["rows"], args.plot)
         print(f"plot: {args.plot}")
@@ -182,8 +193,8 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        n, d, steps, path, verbose, threads = sys.argv[2:8]
+        n, d, steps, path, verbose, threads, dec = sys.argv[2:9]
         child(int(n), int(d), int(steps), None if path == "-" else path, int(verbose),
-              None if threads == "-" else threads)
+              None if threads == "-" else threads, None if dec == "-" else float(dec))
     else:
         main()
