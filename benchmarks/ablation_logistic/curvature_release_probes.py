@@ -19,8 +19,12 @@ logistic weights, an oracle no release holds), on simulations of
   where the posterior's softest direction lies (its alignment with the coefficient
   vector).
 
-Run: python benchmarks/ablation_logistic/curvature_release_probes.py gradient-covariance gauss --n-sim 12
-     python benchmarks/ablation_logistic/curvature_release_probes.py shrunk gauss --n-sim 40
+Run::
+
+    python benchmarks/ablation_logistic/curvature_release_probes.py \
+        gradient-covariance gauss rho07d10 --n-sim 12
+    python benchmarks/ablation_logistic/curvature_release_probes.py \
+        shrunk gauss rho07d10 --n-sim 40
 """
 
 import argparse

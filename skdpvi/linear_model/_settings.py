@@ -194,8 +194,9 @@ class _SettingsMixin:
             if X is None or seed is None:
                 raise ValueError("a private clipping norm needs the rows X and a seed.")
             clip, _ = private_norm_bound(
-                row_norms_with_intercept(X, self._rows_with_intercept), self._default_clip_norm(model),
-                histogram_noise, np.random.default_rng([int(seed), _CLIP_STREAM]))
+                row_norms_with_intercept(X, self._rows_with_intercept),
+                self._default_clip_norm(model), histogram_noise,
+                np.random.default_rng([int(seed), _CLIP_STREAM]))
             _progress(verbose, 2, f"clipping norm {clip:.4g} from the rows' private norm "
                                   f"histogram (noise std {histogram_noise:.3g})")
         lam_c = (self._default_learning_rate_scale(2 * model.n_params)
