@@ -59,6 +59,17 @@ EXPECTED = {
         ],
         "plots": ["arviz_export_intervals.png", "arviz_export_trace.png"],
     },
+    "correlated_features.py": {
+        "lines": [
+            "simulations: 6 features (rho 0.7)",
+            "calibration on the same simulations (a calibrated method: TARP RMSE",
+            "default ",
+            "decorrelation=0.1 ",
+            "90% ellipsoids",
+            "plot saved to",
+        ],
+        "plots": ["correlated_features.png"],
+    },
     "tarp_study.py": {
         "lines": [
             "joint TARP coverage RMSE",

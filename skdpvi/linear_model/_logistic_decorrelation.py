@@ -161,6 +161,18 @@ class RotatedRowsModel(LogisticRegressionModel):
         return Z, y
 
 
+def rotate_rows(X, rotation, fit_intercept):
+    """``[X, 1] @ rotation`` (or ``X @ rotation``) as a dense float32 array: the rows of
+    a lockstep batch, whose runs share one model and so cannot each rotate their own
+    batches (:meth:`_DecorrelationMixin._fit_batch`)."""
+    X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    V = np.asarray(rotation, np.float32)
+    Z = X.astype(np.float32, copy=False) @ V[: X.shape[1]]
+    if fit_intercept:
+        Z += V[X.shape[1]]
+    return Z
+
+
 class RotatedComponents:
     """Mixture components drawn in a rotated basis and mapped back: ``beta = V gamma``.
 
@@ -304,8 +316,14 @@ class _DecorrelationMixin:
         for est, (X, y) in zip(fitted, datasets):
             X, y01 = est._fit_inputs(X, y)
             est._check_decorrelated_params(X.shape)
-            inners.append(prepare(est, X, est._fit_seeds().engine))
-            inputs.append((X, y01))
+            inner = prepare(est, X, est._fit_seeds().engine)
+            # the lockstep engine runs every simulation of a group with one model, so
+            # each gets its rows rotated up front (the batch prepares them once anyway)
+            # and a plain model, not a RotatedRowsModel of its own rotation
+            rotation, with_intercept = inner._row_rotation
+            inner._row_rotation = None
+            inners.append(inner)
+            inputs.append((rotate_rows(X, rotation, with_intercept), y01))
         for est, inner in zip(fitted, self._fit_prepared_batch(inners, inputs, verbose)):
             adopt(est, inner, est._make_model(est.n_features_in_))
         return fitted

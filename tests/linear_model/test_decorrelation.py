@@ -171,6 +171,25 @@ def test_reproducible_pickled_and_batch_equals_fit(fitted, pair_data):
     assert batch[1].random_state == 7
 
 
+def test_lockstep_batch_fits_each_data_set_in_its_own_basis(pair_data):
+    """Data sets of one shape run in lockstep with one model: each must still be fitted
+    in its own rotation, as its own fit would (a shared model once rotated every data
+    set by the first one's basis)."""
+    X, y = pair_data
+    rng = np.random.default_rng(3)
+    datasets = [(X[:2000], y[:2000]), (X[2000:], y[2000:]),
+                (X[:2000] @ np.diag([1.0, -1.0, 0.5]) + rng.normal(0, 0.3, (2000, 3)),
+                 y[:2000])]
+    est = DPBayesianLogisticRegression(decorrelation=0.2, **FAST)
+    batch = est._fit_batch(datasets, [1, 2, 3])
+    for member, (Xk, yk), seed in zip(batch, datasets, [1, 2, 3]):
+        single = clone(est).set_params(random_state=seed).fit(Xk, yk)
+        np.testing.assert_allclose(member.rotation_, single.rotation_)
+        np.testing.assert_allclose(member.coef_, single.coef_, rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(member.predict_proba(Xk[:20]), single.predict_proba(Xk[:20]),
+                                   atol=1e-3)
+
+
 @pytest.mark.parametrize("value", [0, 1, 1.5, -0.1, float("nan"), "half", True])
 def test_bad_decorrelation_is_named(pair_data, value):
     X, y = pair_data
