@@ -252,7 +252,11 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
     @staticmethod
     def _fit_prepared_batch(fitted, inputs, verbose=0):
         """:meth:`_fit_batch` from estimators whose inputs are validated already:
-        ``inputs[k]`` is ``fitted[k]``'s ``(X, y_model)``; returns ``fitted``."""
+        ``inputs[k]`` is ``fitted[k]``'s ``(X, y_model)``; returns ``fitted``.
+
+        The runs of a group (same shape and clipping norm) share its first member's
+        engine settings, the model included: a model must not carry anything of one
+        data set (the decorrelated fits rotate their rows before they get here)."""
         seeds = [est._fit_seeds() for est in fitted]
         settings = [est._engine_settings(X.shape[0], X.shape[1], X, s.engine)
                     for est, (X, _), s in zip(fitted, inputs, seeds)]
