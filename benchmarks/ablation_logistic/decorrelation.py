@@ -61,6 +61,26 @@ for _signal in (1.0, 2.0, 3.0):
     globals()[SignalOnly.of(_signal).__name__] = SignalOnly.of(_signal)
 
 
+def _nothing_kept_class():
+    """The estimator whose shrunk error model keeps no direction above the bulk's edge
+    (``release_cache._shrunk_nothing_kept``), in every process that unpickles it."""
+    from skdpvi import DPBayesianLogisticRegression
+
+    class NothingKept(DPBayesianLogisticRegression):
+        def _posterior_from_draws(self, *args, **kwargs):
+            from release_cache import _shrunk_nothing_kept
+
+            with _shrunk_nothing_kept():
+                return super()._posterior_from_draws(*args, **kwargs)
+
+    NothingKept.__module__ = __name__
+    NothingKept.__qualname__ = "NothingKept"
+    return NothingKept
+
+
+NothingKept = _nothing_kept_class()
+
+
 def make(cell, variant):
     variant, _, error_model = variant.partition(":")  # dec0.1:dense, the inner model
     if error_model:
@@ -74,6 +94,9 @@ def make(cell, variant):
         share, signal = variant[3:].split("s")
         est = estimator(cell, decorrelation=float(share))
         return SignalOnly.of(float(signal))(**est.get_params())
+    if variant.startswith("dec") and variant.endswith("nk"):  # dec<share>nk
+        est = estimator(cell, decorrelation=float(variant[3:-2]))
+        return NothingKept(**est.get_params())
     if variant.startswith("dec"):
         return estimator(cell, decorrelation=float(variant[3:]))
     raise ValueError(f"unknown variant {variant!r}")

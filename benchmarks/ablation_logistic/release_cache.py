@@ -969,8 +969,39 @@ def _vif_gate(k):
     return _patched((_logistic_error_models, "auto_dense_model", auto))
 
 
+def _shrunk_nothing_kept():
+    """The bulk shrinkage with no direction kept above the Marchenko-Pastur edge
+    (thirty-fourth session): ``curvature_release_probes.py shrunk`` found the one
+    direction ``dense_shrunk`` keeps, near the coefficient vector, read about six times
+    too soft, which widens every coordinate."""
+    lr = _linear_response()
+
+    def shrink(covariance, steps, noise_var, n_steps, diagonal_curvature,
+               effective_relaxations=2.0, keep=None):
+        S = np.asarray(covariance, float)
+        p = len(S)
+        steps = np.asarray(steps, float)
+        k_diag = np.asarray(diagonal_curvature, float)
+        n_relax = np.maximum(n_steps * steps * k_diag, 1e-2)
+        target = (lr._window_factor(n_relax) * steps * np.asarray(noise_var, float)
+                  / (2 * k_diag))
+        w = 1 / np.sqrt(target)
+        W = S * np.outer(w, w)
+        d = np.diag(W)
+        looks = effective_relaxations * np.sqrt(np.outer(n_relax, n_relax))
+        error = ((np.outer(d, d) + W**2) / np.maximum(looks, 1.0)).sum()
+        spread = ((W - np.eye(p)) ** 2).sum()
+        intensity = min(1.0, error / spread) if spread > 0 else 1.0
+        W = (1 - intensity) * W + intensity * np.eye(p)
+        return 0.5 * (W + W.T) / np.outer(w, w), {"intensity": intensity, "n_kept": 0}
+
+    return _patched((lr, "shrink_wander_covariance", shrink))
+
+
 VARIANTS = {
     "default": ({}, None),
+    "shrunk_nothing_kept": ({"error_model": "dense_shrunk"}, _shrunk_nothing_kept),
+    "default_nothing_kept": ({}, _shrunk_nothing_kept),
     **{f"default_vifgate{k:g}": ({}, lambda k=k: _vif_gate(k)) for k in (0.5, 1.0, 2.0)},
     **{f"default_kunc{c:g}{m}": ({}, lambda c=c, m=m: _curvature_uncertainty(c, m))
        for c in (1.0, 2.0) for m in ("shift", "posterior")},
