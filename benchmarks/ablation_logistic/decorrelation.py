@@ -9,6 +9,13 @@ same simulations. TARP with the authors' and prior references (the prior's own
 scale), per-coordinate 90 % coverage, z sds, the 90 % ellipsoids, and the z-score sd
 along the posterior's narrowest and widest directions (the joint check).
 
+Variants: ``default``; ``eps<value>`` (the default at another budget);
+``dec<share>`` (the option); ``dec<share>s<signal>`` (only the released Gram
+matrix's eigenvectors above ``signal`` times its noise's spectral norm);
+``dec<share>nk`` (the option with a shrunk model that keeps no direction above the
+bulk's edge); ``<variant>:<error_model>`` (another inner error model). Results merge
+into ``results/ablation_logistic_decorrelation_<cell><tag>.json`` when K matches.
+
 Run: python benchmarks/ablation_logistic/decorrelation.py rho07d10 corrb --n-sim 200 \
          --variants default dec0.1
 """
