@@ -47,6 +47,27 @@ _NOTE = ("(An input check: this warning is shown to whoever runs fit; nothing of
          "stored in the estimator.)")
 
 
+def binary_targets(y):
+    """``(classes, y01)``: a classifier's two classes and ``y`` coded 0 / 1 (float32).
+
+    Raises a ValueError naming the problem for a target that is not binary or has one
+    class only."""
+    from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
+    check_classification_targets(y)
+    y_type = type_of_target(y, input_name="y", raise_unknown=True)
+    if y_type != "binary":
+        raise ValueError(
+            "Only binary classification is supported. The type of the target is "
+            f"{y_type} ({len(np.unique(y))} classes); DPBayesianLogisticRegression "
+            "needs a binary target."
+        )
+    classes, y01 = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError("y contains only one class; the classifier needs 2 classes to fit.")
+    return classes, y01.astype(np.float32)
+
+
 def check_input_design(X, declared, fit_intercept, collinearity=True):
     """Run the checks on X (``declared``: the validated ``onehot_blocks``; the
     collinearity check only with ``collinearity``)."""

@@ -2,13 +2,12 @@
 
 import math
 
-import numpy as np
 from sklearn.base import ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from ..models import LogisticRegressionModel
 from ..utils.validation import is_positive_real
 from ._base import _BaseDPBayesianRegression
+from ._input_checks import binary_targets
 from ._logistic_decorrelation import _DecorrelationMixin
 from ._logistic_error_models import _LogisticErrorModels
 from ._logistic_predictions import _LogisticPredictions
@@ -384,20 +383,8 @@ default="auto"
 
     def _fit_inputs(self, X, y):
         X, y = self._validate_fit_data(X, y)
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        if y_type != "binary":
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                f"{y_type} ({len(np.unique(y))} classes); DPBayesianLogisticRegression "
-                "needs a binary target."
-            )
-        self.classes_, y01 = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(
-                "y contains only one class; the classifier needs 2 classes to fit."
-            )
-        return X, y01.astype(np.float32)
+        self.classes_, y01 = binary_targets(y)
+        return X, y01
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -161,16 +161,15 @@ class RotatedRowsModel(LogisticRegressionModel):
         return Z, y
 
 
-def rotate_rows(X, rotation, fit_intercept):
-    """``[X, 1] @ rotation`` (or ``X @ rotation``) as a dense float32 array: the rows of
-    a lockstep batch, whose runs share one model and so cannot each rotate their own
-    batches (:meth:`_DecorrelationMixin._fit_batch`)."""
+def rotate_rows(X, rotation, rows_with_intercept):
+    """``[X, 1] @ rotation`` (or ``X @ rotation``) of every row, as a dense float32
+    array, by :class:`RotatedRowsModel`'s own rotation: the rows of a lockstep batch,
+    whose runs share one model and so cannot each rotate their own batches
+    (:meth:`_DecorrelationMixin._fit_batch`)."""
     X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-    V = np.asarray(rotation, np.float32)
-    Z = X.astype(np.float32, copy=False) @ V[: X.shape[1]]
-    if fit_intercept:
-        Z += V[X.shape[1]]
-    return Z
+    rows = torch.as_tensor(X.astype(np.float32, copy=False))
+    Z, _ = RotatedRowsModel(rotation, rows_with_intercept).prepare_data(rows, None)
+    return Z.numpy()
 
 
 class RotatedComponents:
