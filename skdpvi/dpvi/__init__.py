@@ -34,6 +34,7 @@ One concept per module, in the order of the data flow:
 """
 
 from .batched import run_dpvi_batched
+from .full_rank import FullRankRelease, run_dpvi_full_rank
 from .gradients import per_example_gradients
 from .loop import run_dpvi
 from .mechanism import clip_and_sum, glm_clip_and_sum, group_clip_norms, privatize, release

@@ -188,6 +188,11 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                               f"({time.perf_counter() - start:.1f} s)")
         for line in _describe_diagnostics(diagnostics) if verbose >= 2 else ():
             _progress(verbose, 2, line)
+        self._set_fit_attributes(result, settings, seeds, diagnostics)
+        return self._set_point_estimates(model)
+
+    def _set_fit_attributes(self, result, settings, seeds, diagnostics):
+        """The fitted attributes of the release and its mechanism (not the posterior's)."""
         self.dpvi_result_ = result
         self.inference_diagnostics_ = diagnostics
         self.noise_multiplier_ = settings.engine["noise_multiplier"]
@@ -198,7 +203,6 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
         self.n_iter_ = int(self.max_iter)
         self.burn_in_ = settings.engine["burn_in"]
         self._draw_seed = seeds.draw
-        return self._set_point_estimates(model)
 
     def _set_point_estimates(self, model):
         """Name ``posterior_``'s parameters, draw the predictions' ``_theta_draws``

@@ -10,6 +10,7 @@ from ._base import _BaseDPBayesianRegression
 from ._input_checks import binary_targets
 from ._logistic_decorrelation import _DecorrelationMixin
 from ._logistic_error_models import _LogisticErrorModels
+from ._logistic_full_rank import _FullRankMixin
 from ._logistic_predictions import _LogisticPredictions
 from ._logistic_release_checks import (check_logistic_batch_noise, check_logistic_scales,
                                        check_matched_centred, check_within_prior)
@@ -18,7 +19,7 @@ from ._logistic_release_checks import (check_logistic_batch_noise, check_logisti
 
 class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
                                    _LogisticErrorModels, _DecorrelationMixin,
-                                   _BaseDPBayesianRegression):
+                                   _FullRankMixin, _BaseDPBayesianRegression):
     """Differentially private Bayesian logistic regression (NA-DPVI).
 
     Fits y | x ~ Bernoulli(sigmoid(x . w + b)) with prior (w, b) ~ N(0, prior_scale^2 I)
@@ -299,7 +300,7 @@ default="auto"
                  scale_preconditioning="auto", n_mc_samples=10, elbo_gradients="monte_carlo",
                  burn_in=0.2, inference="exact", n_posterior_samples=1000,
                  error_model="auto", wander_correction="auto", onehot_blocks=None,
-                 decorrelation=None, prior_scale=1.0, fit_intercept=True, device="cpu",
+                 decorrelation=None, variational_family="mean_field", prior_scale=1.0, fit_intercept=True, device="cpu",
                  random_state=None, verbose=0):
         super().__init__(
             epsilon=epsilon, delta=delta, max_iter=max_iter, sampling_rate=sampling_rate,
@@ -315,6 +316,7 @@ default="auto"
         self.wander_correction = wander_correction
         self.onehot_blocks = onehot_blocks
         self.decorrelation = decorrelation
+        self.variational_family = variational_family
         self.prior_scale = prior_scale
 
     @staticmethod
@@ -329,6 +331,7 @@ default="auto"
             raise ValueError(f"prior_scale must be a finite number > 0, got {self.prior_scale!r}.")
         self._check_error_model_params()
         self._check_decorrelation()
+        self._check_variational_family()
         return self._rows_model(
             LogisticRegressionModel(n_features, self.prior_scale, self.fit_intercept))
 
@@ -375,7 +378,9 @@ default="auto"
         """
         X, y01 = self._fit_inputs(X, y)
         self._forget_decorrelation()
-        if self.decorrelation is None:
+        if self.variational_family == "full_rank":
+            self._fit_full_rank(X, y01)
+        elif self.decorrelation is None:
             self._fit(X, y01)
         else:
             self._fit_decorrelated(X, y01)
