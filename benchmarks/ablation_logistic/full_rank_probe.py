@@ -131,7 +131,7 @@ def full_rank_dpvi(X, y, engine, tau, seed, u_preconditioning=1.0, scale_noise=1
         U = U - step_u * g_u
     n_window = T - burn
     out = {k: (v / n_window).numpy() for k, v in sums.items()}
-    out.update(block_rms=(block_sq / max(window_rows, 1)).sqrt().numpy() / C, n_window=n_window, clipped=clipped / max(count, 1), noise_std=sigma * C,
+    out.update(step_m=lam, block_rms=(block_sq / max(window_rows, 1)).sqrt().numpy() / C, n_window=n_window, clipped=clipped / max(count, 1), noise_std=sigma * C,
                kappa=q, J=J.numpy(), K=Kk.numpy())
     return out
 

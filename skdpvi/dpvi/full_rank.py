@@ -64,6 +64,9 @@ class FullRankRelease:
         The window's mean of phi.
     mean_gradient : ndarray of shape (n,)
         The window's mean of the released gradient in m.
+    mean_outer : ndarray of shape (n, n)
+        The window's mean of ``m m^T`` (the means' wander covariance with
+        ``mean_phi``).
     scale_moments : ndarray of shape (n, n, n)
         ``E[s_j L_lk]`` at ``[j, l, k]``
         (:func:`~skdpvi.noise_aware.full_rank_curvature` reads these three).
@@ -86,6 +89,7 @@ class FullRankRelease:
     phi: np.ndarray
     mean_phi: np.ndarray
     mean_gradient: np.ndarray
+    mean_outer: np.ndarray
     scale_moments: np.ndarray
     diagonal_moments: np.ndarray
     entropy: np.ndarray
@@ -98,6 +102,12 @@ class FullRankRelease:
     preconditioner: np.ndarray
     n_steps: int
     burn_in: int
+
+    @property
+    def wander_covariance(self):
+        """The means' covariance over the window (its trend included)."""
+        mean = self.mean_phi[:self.n_params]
+        return self.mean_outer - np.outer(mean, mean)
 
     @property
     def noise_std(self):
@@ -222,6 +232,7 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
     U = torch.zeros(d - 2 * n, dtype=torch.float64)
     sum_phi = torch.zeros(d, dtype=torch.float64)
     sum_g = torch.zeros(n, dtype=torch.float64)
+    sum_mm = torch.zeros(n, n, dtype=torch.float64)
     sum_sL = torch.zeros(n, n * n, dtype=torch.float64)
     sum_diag = torch.zeros(n, n, dtype=torch.float64)
     sum_entropy = torch.zeros(n, dtype=torch.float64)
@@ -254,6 +265,7 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
                     sum_phi[n:2 * n] += rho
                     sum_phi[2 * n:] += U
                     sum_g += g_m
+                    sum_mm.addr_(m, m)
                     s, A, L = factors
                     dsig = torch.sigmoid(rho)
                     sum_sL.addr_(s, L.reshape(-1))
@@ -269,7 +281,7 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
     count = n_steps - burn_in
     release = FullRankRelease(
         phi=torch.cat([m, rho, U]).numpy(), mean_phi=(sum_phi / count).numpy(),
-        mean_gradient=(sum_g / count).numpy(),
+        mean_gradient=(sum_g / count).numpy(), mean_outer=(sum_mm / count).numpy(),
         scale_moments=(sum_sL / count).reshape(n, n, n).numpy(),
         diagonal_moments=(sum_diag / count).numpy(), entropy=(sum_entropy / count).numpy(), n_params=n, count=count,
         noise_multiplier=float(noise_multiplier), clip_norm=float(clip_norm),

@@ -5,9 +5,10 @@ with the mechanism the mean-field fit would run (the same accountant, noise
 multiplier, private clipping norm, learning rate and burn-in), and reads the
 posterior's curvature off the release's scale moments
 (:func:`~skdpvi.noise_aware.full_rank_posterior`) instead of the wander's covariance.
-The mean-field options that remodel the wander (``error_model``,
-``wander_correction="probit"``, ``decorrelation``) and the other backends do not
-apply. Runs one fit at a time (no lockstep path): a simulation study fits each data
+The wander's outward (Jensen) bias is removed as ``wander_correction="probit"``
+does for the mean-field fit, read through the full-rank curvature ("auto": with an
+intercept). The mean-field options that remodel the wander's curvature
+(``error_model``, ``decorrelation``) and the other backends do not apply. Runs one fit at a time (no lockstep path): a simulation study fits each data
 set on its own.
 """
 
@@ -46,9 +47,6 @@ class _FullRankMixin:
             if value != supported:
                 raise ValueError(f"variational_family='full_rank' needs {name}={supported!r}, "
                                  f"got {name}={value!r}.")
-        if self.wander_correction not in ("auto", "none"):
-            raise ValueError("variational_family='full_rank' has no wander correction: "
-                             f"got wander_correction={self.wander_correction!r}.")
         if self.decorrelation is not None:
             raise ValueError("decorrelation rotates the mean-field fit; with "
                              "variational_family='full_rank' the fit reads the "
@@ -71,20 +69,25 @@ class _FullRankMixin:
             preconditioner=engine["preconditioner"], n_mc_samples=engine["n_mc_samples"],
             random_state=seeds.engine, verbose=self.verbose)
         directions = self._onehot_flat_directions()
+        # "auto": the correction where an intercept measures it ("probit" checked it)
+        correction = "probit" if self.wander_correction != "none" and self.fit_intercept \
+            else "none"
         components, info = full_rank_posterior(
             release, prior_scale=float(self.prior_scale),
             n_components=int(self.n_posterior_samples),
             flat_directions=directions if len(directions) else None,
-            random_state=seeds.post)
+            wander_correction=correction == "probit", random_state=seeds.post)
         posterior = NoiseAwarePosterior.from_components(components, model, "full_rank")
         self.posterior_ = self._finish_posterior(posterior, model)
         self.error_model_ = None
-        self.wander_correction_ = "none"
+        self.wander_correction_ = correction
         H = info["curvature"]
         diagnostics = {"curvature_eigenvalues": np.linalg.eigvalsh(H),
                        "optimum_error_share": float(np.trace(info["covariance"])
                                                     / (np.trace(info["covariance"])
                                                        + np.trace(info["component_covariance"])))}
+        if "wander_width" in info:
+            diagnostics["wander_width"] = info["wander_width"]
         self._set_fit_attributes(release, settings, seeds, diagnostics)
         self._set_point_estimates(model)
         check_within_prior(self, self._theta_draws, self.prior_scale)

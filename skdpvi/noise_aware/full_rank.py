@@ -30,8 +30,9 @@ import numpy as np
 
 from ..models.components import GaussianComponents
 from .statistics_sampling import _psd_cholesky
+from .wander_bias import remove_wander_bias
 
-__all__ = ["full_rank_curvature", "full_rank_posterior"]
+__all__ = ["full_rank_curvature", "full_rank_posterior", "full_rank_wander_width"]
 
 
 def full_rank_curvature(release, prior_scale=None, flat_directions=None):
@@ -81,8 +82,24 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None):
     return 0.5 * (H + H.T)
 
 
+def full_rank_wander_width(release, H, prior_scale):
+    """The wander's logit variance ``w = tr(S H_lik) / H_lik,00`` of a full-rank run.
+
+    As :func:`~skdpvi.noise_aware.logistic_wander_width` with a curvature: S the
+    window's covariance of the means, ``H_lik = H - I / prior_scale^2`` and the
+    intercept (last) its reference; 0 when the release says nothing.
+    """
+    n = int(release.n_params)
+    H_lik = np.asarray(H, float) - np.eye(n) / float(prior_scale) ** 2
+    tr_hs = float(np.sum(H_lik * release.wander_covariance))
+    h00 = float(H_lik[-1, -1])
+    if not (np.isfinite(tr_hs) and np.isfinite(h00)) or tr_hs <= 0 or h00 <= 0:
+        return 0.0
+    return tr_hs / h00
+
+
 def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0,
-                        flat_directions=None, random_state=None):
+                        flat_directions=None, wander_correction=False, random_state=None):
     """Mixture posterior of the parameters from a full-rank DPVI run.
 
     Parameters
@@ -96,6 +113,10 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
         The gradient model's prior of the optimum, ``N(m_bar, prior_sd^2 I)``.
     flat_directions : ndarray of shape (k, n), optional
         See :func:`full_rank_curvature`.
+    wander_correction : bool, default=False
+        Remove the wander's outward (Jensen) bias from the optimum's draws
+        (:func:`~skdpvi.noise_aware.remove_wander_bias` with
+        :func:`full_rank_wander_width`; the intercept must be the last parameter).
     random_state : int, Generator or None
 
     Returns
@@ -104,7 +125,7 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
         ``N(m*_i, H^-1)``.
     info : dict
         ``curvature`` (H), ``covariance`` (of the optimum) and
-        ``component_covariance``.
+        ``component_covariance`` (and ``wander_width`` with ``wander_correction``).
     """
     rng = np.random.default_rng(random_state)
     n = int(release.n_params)
@@ -122,5 +143,9 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
     mean = x_bar + V @ (var / error * (V.T @ (estimate - x_bar)))
     cov = (V * var) @ V.T
     means = mean + (rng.standard_normal((int(n_components), n)) * np.sqrt(var)) @ V.T
-    return (GaussianComponents(means, _psd_cholesky(H_inv)),
-            {"curvature": H, "covariance": cov, "component_covariance": H_inv})
+    info = {"curvature": H, "covariance": cov, "component_covariance": H_inv}
+    if wander_correction:
+        info["wander_width"] = full_rank_wander_width(release, H, prior_scale)
+        means = remove_wander_bias(means, info["wander_width"], prior_scale=prior_scale,
+                                   covariance=H_inv)
+    return GaussianComponents(means, _psd_cholesky(H_inv)), info

@@ -85,7 +85,8 @@ def _release_at(L, A_scales, n_params):
     scale_moments = s[:, None, None] * L[None, :, :]
     diagonal_moments = (L @ A.T) * dsig[None, :]
     return FullRankRelease(phi=np.zeros(full_rank_size(n)), mean_phi=np.zeros(full_rank_size(n)),
-                           mean_gradient=np.zeros(n), scale_moments=scale_moments,
+                           mean_gradient=np.zeros(n), mean_outer=np.zeros((n, n)),
+                           scale_moments=scale_moments,
                            diagonal_moments=diagonal_moments, entropy=dsig / s, n_params=n,
                            count=1000, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1,
                            learning_rate=np.ones(full_rank_size(n)),

@@ -28,7 +28,8 @@ def test_fit_predict_and_reproducible():
     est = _estimator().fit(X, y)
     assert isinstance(est.dpvi_result_, FullRankRelease)
     assert est.posterior_.method == "full_rank"
-    assert est.error_model_ is None and est.wander_correction_ == "none"
+    assert est.error_model_ is None and est.wander_correction_ == "probit"
+    assert est.inference_diagnostics_["wander_width"] >= 0
     assert est.epsilon_ <= 1.0 and est.clip_norm_ > 0
     assert est.predict_proba(X[:4]).shape == (4, 2)
     assert est.sample_posterior(7).shape == (7, 4)
@@ -44,7 +45,8 @@ def test_fit_predict_and_reproducible():
     (dict(variational_family="full"), "variational_family"),
     (dict(variational_family="full_rank", inference="emcee"), "inference"),
     (dict(variational_family="full_rank", error_model="dense"), "error_model"),
-    (dict(variational_family="full_rank", wander_correction="probit"), "wander_correction"),
+    (dict(variational_family="full_rank", wander_correction="probit", fit_intercept=False),
+     "fit_intercept"),
     (dict(variational_family="full_rank", decorrelation=0.1), "decorrelation"),
 ])
 def test_unsupported_combinations_name_the_parameter(params, name):
