@@ -30,6 +30,7 @@ One concept per module, in the order of the data flow:
 ``result``      what a run releases
 ``loop``        one run, and the step loop shared with ``batched``
 ``batched``     many runs in lockstep
+``full_rank``   one run on a full-rank Gaussian (logistic regression)
 ``threads``     torch's thread count while a run goes (one, by default)
 """
 
@@ -46,6 +47,8 @@ from .statistics import TraceStatistics
 __all__ = [
     "run_dpvi",
     "run_dpvi_batched",
+    "run_dpvi_full_rank",
+    "FullRankRelease",
     "heuristic_learning_rate",
     "DPVIResult",
     "TraceStatistics",

@@ -194,6 +194,22 @@ default="auto"
         features"; :mod:`skdpvi.linear_model._logistic_decorrelation`).
         ``rotation_`` and ``dpvi_result_`` are in the rotated coordinates;
         ``wander_correction="probit"`` is not available with it.
+    variational_family : {"mean_field", "full_rank"}, default="mean_field"
+        The variational posterior DP-SGD fits. "full_rank": ``N(m, L L^T)`` with a
+        dense L (:func:`~skdpvi.dpvi.run_dpvi_full_rank`, the same mechanism and
+        accounting), whose released scale gradients carry the curvature's
+        correlations, which the mean-field fit reads only off the wander's few
+        effective samples; the posterior takes that curvature
+        (:func:`~skdpvi.noise_aware.full_rank_posterior`) and, with an intercept,
+        the wander correction ("auto"). Needs ``inference="exact"``,
+        ``error_model="auto"``, no ``decorrelation``; dense input (a sparse X is
+        densified) and ``n_params^2 / 2`` more coordinates per step; no lockstep path
+        in simulation studies. Measured (results page, "A full-rank variational
+        family", K = 100-200): 90 % ellipsoids covering 0.72-0.90 where the
+        default's cover 0.05-0.71, but TARP no better (issue 14's design, prior
+        references: 0.089 / 0.048 at epsilon 1 / 0.3 against 0.072 / 0.047) and
+        too narrow intervals on strongly correlated features (rho 0.7: coverage
+        0.78-0.89); not the default.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a

@@ -59,7 +59,7 @@ from .convergence import split_window_test
 from .coupling import coupled_means, wander_curvature
 from .flat_directions import FlatPriorComponents, find_onehot_blocks, onehot_flat_directions
 from .extrapolation import uncertain_extrapolation
-from .full_rank import full_rank_curvature, full_rank_posterior
+from .full_rank import full_rank_curvature, full_rank_posterior, full_rank_wander_width
 from .diagonal_matching import matched_curvature
 from .linear_response import (linear_response_posterior, mean_field_curvature,
                               shrink_wander_covariance, window_curvature)
@@ -72,6 +72,7 @@ from .wander_bias import logistic_wander_width, remove_wander_bias
 __all__ = [
     "full_rank_curvature",
     "full_rank_posterior",
+    "full_rank_wander_width",
     "GradientModel",
     "sample_phi_star",
     "statistics_posterior",
