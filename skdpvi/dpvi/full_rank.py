@@ -42,6 +42,7 @@ import torch.nn.functional as F
 
 from .sampling import _block_steps, _centred_normal, _generator, _poisson_block
 from .threads import _limit_threads, _resolve_threads
+from .validation import _check_settings
 
 __all__ = ["FullRankRelease", "run_dpvi_full_rank"]
 
@@ -210,12 +211,13 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
     -------
     FullRankRelease
     """
+    _check_settings(noise_multiplier=noise_multiplier, clip_norm=clip_norm,
+                    sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
+                    n_mc_samples=n_mc_samples)
     X = torch.as_tensor(np.asarray(X, dtype=np.float64))
     y = torch.as_tensor(np.asarray(y, dtype=np.float64))
     N, n = X.shape
     d = full_rank_size(n)
-    if not 0 <= burn_in < n_steps:
-        raise ValueError(f"burn_in={burn_in} must be in [0, n_steps={n_steps}).")
     if not 0 < scale_noise <= 1:
         raise ValueError(f"scale_noise must be in (0, 1], got {scale_noise!r}.")
     seed = int(np.random.SeedSequence(random_state).generate_state(1)[0]) \

@@ -8,8 +8,11 @@ posterior's curvature off the release's scale moments
 The wander's outward (Jensen) bias is removed as ``wander_correction="probit"``
 does for the mean-field fit, read through the full-rank curvature ("auto": with an
 intercept). The mean-field options that remodel the wander's curvature
-(``error_model``, ``decorrelation``) and the other backends do not apply. Runs one fit at a time (no lockstep path): a simulation study fits each data
-set on its own.
+(``error_model``, ``decorrelation``) and the other backends do not apply. Runs one
+fit at a time (no lockstep path): a simulation study fits each data set on its own.
+Measured, not the default (results page, "A full-rank variational family"): joint
+widths far better calibrated, TARP no better, too narrow on strongly correlated
+features.
 """
 
 import numpy as np

@@ -13,7 +13,7 @@ constant-step SGD settles where their averages over the window vanish:
 whose coefficients are window averages the run accumulates. Reading H as
 ``(L_bar L_bar^T)^-1`` instead, from the window's mean of L, ignores the wander of U
 (``E[L L^T]`` is larger than ``L_bar L_bar^T``), which made the curvature's diagonal
-1.4-1.9 times too stiff on issue 14's design at epsilon 1. The mean-field analogue is
+1.2-1.9 times too stiff on issue 14's design at epsilon 1. The mean-field analogue is
 :func:`~skdpvi.noise_aware.mean_field_curvature` with ``wander=True``.
 
 **The posterior.** With ``K = kappa H`` (the released gradient's curvature in m) the
@@ -24,6 +24,13 @@ mixture's components are ``N(m*, H^-1)``, the full-rank optimum's covariance (it
 linear-response covariance: mean-field's under-statement of the marginal variances
 does not arise). Post-processing only: it reads the release's window averages, so it
 costs no privacy and does not grow with T.
+
+**Known limits** (results page, "A full-rank variational family"): the wander
+correction through this curvature over-corrects about two-fold (radial z +0.35 ->
+-0.48 on ten Gaussian features), and on an ill-conditioned curvature (ten features
+equicorrelated at 0.7) U has not settled along the soft directions within the
+window, so the stationarity read there is not the equilibrium's and the intervals
+come out too narrow.
 """
 
 import numpy as np

@@ -132,3 +132,13 @@ def test_noise_free_run_reads_the_posterior_curvature():
     components, info = full_rank_posterior(release, prior_scale=1.0, random_state=0)
     np.testing.assert_allclose(components.mean.mean(0), w_map, atol=0.05)
     assert info["covariance"].shape == (n, n)
+
+
+@pytest.mark.parametrize("bad, name", [(dict(sampling_rate=1.5), "sampling_rate"),
+                                       (dict(burn_in=10), "burn_in"),
+                                       (dict(scale_noise=0.0), "scale_noise")])
+def test_bad_settings_name_the_parameter(bad, name):
+    settings = dict(prior_scale=1.0, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.5,
+                    n_steps=10, burn_in=2, learning_rate=1e-3, preconditioner=10.0)
+    with pytest.raises(ValueError, match=name):
+        run_dpvi_full_rank(np.ones((20, 2)), np.zeros(20), **{**settings, **bad})
