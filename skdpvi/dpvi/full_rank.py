@@ -30,7 +30,10 @@ unchanged: the DP noise in rho and U is ``scale_noise`` times the mean-field
 engine's, which is what reads the correlations. Measured on issue 14's design
 (epsilon 1): with 1 the curvature's generalised eigenvalues against the data's
 spread over 0.43-2.34, with 0.25 over 0.60-1.08 (without DP noise: 0.66-1.07) at
-1 % of the rows clipped; 0.0625 clipped a third of the rows.
+1 % of the rows clipped; 0.0625 clipped a third of the rows. **Known limit:** the
+per-example scale gradients grow like 1 / N and the factor is fixed, so on fewer
+rows it clips more: 6-10 % of the rows on 5,000 rows, 14-18 % on 4,000 (results
+page, "A full-rank variational family"); a factor keyed on N is not built yet.
 """
 
 import math
