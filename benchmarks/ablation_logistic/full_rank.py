@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _common import machine, rmse_floor, save  # noqa: E402
 from skdpvi.noise_aware import full_rank_posterior  # noqa: E402
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
-from release_cache import CELLS, _rule_cell, _value, estimator, prior_scale, score, simulate  # noqa: E402,E501
+from release_cache import (CELLS, _rule_cell, _value, estimator, prior_scale,  # noqa: E402
+                           score, simulate)
 
 
 def one(cell, seed, params):

@@ -288,7 +288,8 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
         phi=torch.cat([m, rho, U]).numpy(), mean_phi=(sum_phi / count).numpy(),
         mean_gradient=(sum_g / count).numpy(), mean_outer=(sum_mm / count).numpy(),
         scale_moments=(sum_sL / count).reshape(n, n, n).numpy(),
-        diagonal_moments=(sum_diag / count).numpy(), entropy=(sum_entropy / count).numpy(), n_params=n, count=count,
+        diagonal_moments=(sum_diag / count).numpy(), entropy=(sum_entropy / count).numpy(),
+        n_params=n, count=count,
         noise_multiplier=float(noise_multiplier), clip_norm=float(clip_norm),
         sampling_rate=float(sampling_rate), learning_rate=lr, preconditioner=beta,
         n_steps=int(n_steps), burn_in=int(burn_in))
