@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _common import machine, rmse_floor, save  # noqa: E402
 from skdpvi.noise_aware import full_rank_posterior  # noqa: E402
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
-from release_cache import (CELLS, _rule_cell, _value, estimator, prior_scale,  # noqa: E402
-                           score, simulate)
+from release_cache import (CELLS, _rule_cell, _value, describe, estimator,  # noqa: E402
+                           prior_scale, score, simulate)
 
 
 def one(cell, seed, params):
@@ -76,12 +76,7 @@ def main():
             row.update(floor=rmse_floor(K),
                        seconds_per_fit=float(np.median([f[2] for f in fits])))
             payload["cells"].setdefault(cell, {})[correction] = row
-            print(f"{cell:<10} {correction:<7} TARP {row['tarp_posterior']:.3f} +- "
-                  f"{row['tarp_posterior_se']:.3f} / {row['tarp_prior']:.3f} +- "
-                  f"{row['tarp_prior_se']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
-                  f"{row['coverage_90'][1]:.2f}, z sd {row['z_sd'][0]:.2f}-"
-                  f"{row['z_sd'][1]:.2f}, ellipsoids {row['ellipsoid_90']:.2f}, radial z "
-                  f"{row['radial_z'][0]:+.2f} ({row['radial_z'][1]:.2f}), "
+            print(f"{cell:<10} {correction:<7} {describe(row)}, "
                   f"{row['seconds_per_fit']:.1f} s per fit", flush=True)
         save(args.save, payload)
 

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from _common import machine, rmse_floor, save  # noqa: E402
 from skdpvi.noise_aware import onehot_flat_directions  # noqa: E402
-from release_cache import BLOCKS, CELLS, _rule_cell, estimator, prior_scale, score, simulate  # noqa: E402
+from release_cache import BLOCKS, CELLS, _rule_cell, describe, estimator, prior_scale, score, simulate  # noqa: E402
 
 
 def engine_settings(cell, X, y, seed):
@@ -244,13 +244,8 @@ def main():
             row["floor"] = rmse_floor(K)
             row["seconds"] = time.time() - start
             payload["cells"].setdefault(cell, {})[reading] = row
-            print(f"{cell:<10} {reading:<11} TARP {row['tarp_posterior']:.3f} +- "
-                  f"{row['tarp_posterior_se']:.3f} / {row['tarp_prior']:.3f} +- "
-                  f"{row['tarp_prior_se']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
-                  f"{row['coverage_90'][1]:.2f}, z sd {row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, "
-                  f"ellipsoids {row['ellipsoid_90']:.2f}, radial z {row['radial_z'][0]:+.2f} "
-                  f"({row['radial_z'][1]:.2f}), clipped {row['clipped']:.4f}, error share "
-                  f"{row['error_share']:.2f}, {row['seconds']:.0f} s", flush=True)
+            print(f"{cell:<10} {reading:<11} {describe(row)}, clipped {row['clipped']:.4f}, "
+                  f"error share {row['error_share']:.2f}, {row['seconds']:.0f} s", flush=True)
         save(args.save, payload)
 
 

@@ -1188,6 +1188,15 @@ def score(draws, theta, refs):
             "radial_z": [float(radial.mean()), float(radial.std())]}
 
 
+def describe(row):
+    """One line of a :func:`score` row: TARP, coverage, z sds, ellipsoids, radial z."""
+    return (f"TARP {row['tarp_posterior']:.3f} +- {row['tarp_posterior_se']:.3f} / "
+            f"{row['tarp_prior']:.3f} +- {row['tarp_prior_se']:.3f}, coverage "
+            f"{row['coverage_90'][0]:.2f}-{row['coverage_90'][1]:.2f}, z sd "
+            f"{row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, ellipsoids {row['ellipsoid_90']:.2f}, "
+            f"radial z {row['radial_z'][0]:+.2f} ({row['radial_z'][1]:.2f})")
+
+
 def evaluate(args):
     out = os.path.join(os.path.dirname(HERE), "results", args.save + ".json")
     payload = {"machine": machine(), "cells": {}, "variants": {}}
@@ -1214,12 +1223,8 @@ def evaluate(args):
             row["error_models"] = {m: float(np.mean([f[1] == m for f in fits]))
                                    for m in sorted({str(f[1]) for f in fits})}
             payload["variants"].setdefault(name, {})[key] = row
-            print(f"{key:<8} {name:<28} TARP {row['tarp_posterior']:.3f} "
-                  f"+- {row['tarp_posterior_se']:.3f} / {row['tarp_prior']:.3f} "
-                  f"+- {row['tarp_prior_se']:.3f}, coverage {row['coverage_90'][0]:.2f}-"
-                  f"{row['coverage_90'][1]:.2f}, z sd {row['z_sd'][0]:.2f}-{row['z_sd'][1]:.2f}, "
-                  f"ellipsoids {row['ellipsoid_90']:.2f}, radial z {row['radial_z'][0]:+.2f} "
-                  f"({row['radial_z'][1]:.2f}), matched {row['fraction_matched']:.2f}", flush=True)
+            print(f"{key:<8} {name:<28} {describe(row)}, "
+                  f"matched {row['fraction_matched']:.2f}", flush=True)
     save(args.save, payload)
 
 

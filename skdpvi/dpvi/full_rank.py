@@ -137,17 +137,18 @@ class _FullRankStep:
         self.eye = torch.eye(n, dtype=torch.float64)
 
     def factors(self, rho, U):
-        """``s = softplus(rho)``, ``A = I + U`` and ``L = diag(s) A``."""
+        """``s = softplus(rho)``, ``A = I + U``, ``L = diag(s) A`` and ``sigmoid(rho)``
+        (ds / drho), once per step for the clipped sum and the window's moments."""
         s = F.softplus(rho)
         A = self.eye.clone()
         A[self.rows, self.cols] = U
-        return s, A, s[:, None] * A
+        return s, A, s[:, None] * A, torch.sigmoid(rho)
 
     def __call__(self, m, rho, factors, eps, X, y):
         """(sum of the clipped rows of m, of rho, of U) and the number clipped;
         ``factors`` are :meth:`factors` of (rho, U)."""
         N, C = self.N, self.C
-        s, A, L = factors
+        s, A, L, dsig = factors
         theta = m + eps @ L.T                                  # (S, n)
         S = eps.shape[0]
         w = torch.sigmoid(X @ theta.T) - y[:, None]            # (B, S): d(-log lik)/dz
@@ -156,7 +157,6 @@ class _FullRankStep:
         r_m = prior_grad.mean(0) / N
         V = w @ eps / S                                        # (B, n)
         R = prior_grad.T @ eps / (S * N)                       # (n, n)
-        dsig = torch.sigmoid(rho)
         rho_rows = dsig * (X * (V @ A.T) + ((R * A).sum(1) - 1.0 / (N * s)))
         R_low = R * self.strict
         s2 = s * s
@@ -271,8 +271,7 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
                     sum_phi[2 * n:] += U
                     sum_g += g_m
                     sum_mm.addr_(m, m)
-                    s, A, L = factors
-                    dsig = torch.sigmoid(rho)
+                    s, A, L, dsig = factors
                     sum_sL.addr_(s, L.reshape(-1))
                     sum_diag.add_((L @ A.T) * dsig)
                     sum_entropy.add_(dsig / s)

@@ -12,9 +12,8 @@ from ._logistic_decorrelation import _DecorrelationMixin
 from ._logistic_error_models import _LogisticErrorModels
 from ._logistic_full_rank import _FullRankMixin
 from ._logistic_predictions import _LogisticPredictions
-from ._logistic_release_checks import (check_logistic_batch_noise, check_logistic_scales,
-                                       check_matched_centred, check_within_prior)
-
+from ._logistic_release_checks import (check_logistic_fit, check_logistic_scales,
+                                       check_matched_centred)
 
 
 class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
@@ -186,31 +185,22 @@ default="auto"
         the DP-SGD run by the accountant (``epsilon_`` covers the whole fit); the
         rows enter that release scaled to norm at most ``1.5 sqrt(n_features + 1)``.
         There the curvature is nearly diagonal, and the shrunk dense error model
-        (what "auto" means then) describes correlated features: with 0.1, TARP on 10
-        features equicorrelated at 0.7 went from 0.065 / 0.052 to 0.047 / 0.050 and
-        a pair at correlation 0.98 from 0.182 / 0.091 to 0.020 / 0.029 (so the
-        collinearity warning is not shown with it); without strong correlation the
-        intervals come out too wide, hence not the default (user guide, "Correlated
-        features"; :mod:`skdpvi.linear_model._logistic_decorrelation`).
+        (what "auto" means then) describes correlated features (10 features
+        equicorrelated at 0.7: TARP 0.065 / 0.052 -> 0.047 / 0.050; a pair at
+        correlation 0.98: 0.182 / 0.091 -> 0.020 / 0.029, so the collinearity
+        warning is not shown with it); without strong correlation the intervals
+        come out too wide: not the default (user guide, "Correlated features").
         ``rotation_`` and ``dpvi_result_`` are in the rotated coordinates;
         ``wander_correction="probit"`` is not available with it.
     variational_family : {"mean_field", "full_rank"}, default="mean_field"
-        The variational posterior DP-SGD fits. "full_rank": ``N(m, L L^T)`` with a
-        dense L (:func:`~skdpvi.dpvi.run_dpvi_full_rank`, the same mechanism and
-        accounting), whose released scale gradients carry the curvature's
-        correlations, which the mean-field fit reads only off the wander's few
-        effective samples; the posterior takes that curvature
-        (:func:`~skdpvi.noise_aware.full_rank_posterior`) and, with an intercept,
-        the wander correction ("auto"). Needs ``inference="exact"``,
-        ``error_model="auto"``, no ``decorrelation``; dense input (a sparse X is
-        densified) and ``n_params^2 / 2`` more coordinates per step; no lockstep path
-        in simulation studies. Measured (results page, "A full-rank variational
-        family", K = 100-200): 90 % ellipsoids covering 0.72-0.90 where the
-        default's cover 0.05-0.71, but TARP no better (issue 14's design, prior
-        references: 0.089 / 0.048 at epsilon 1 / 0.3 against 0.072 / 0.047) and
-        too narrow intervals on strongly correlated features (rho 0.7: coverage
-        0.78-0.89; its scale block's fixed preconditioner clips 6-18 % of the rows
-        on 4,000-5,000 rows); not the default.
+        "full_rank": DP-SGD on ``N(m, L L^T)`` with a dense L, the same mechanism
+        and accounting (:func:`~skdpvi.dpvi.run_dpvi_full_rank`), whose released
+        scale gradients carry the curvature's correlations
+        (:func:`~skdpvi.noise_aware.full_rank_posterior`). Needs
+        ``inference="exact"``, ``error_model="auto"``, no ``decorrelation``; dense
+        input, no lockstep path in studies. Measured (user guide, "Correlated
+        features: a full-rank variational family"): joint ellipsoids far better
+        calibrated, TARP not better, too narrow on 4,000-5,000 rows; not the default.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a
@@ -248,8 +238,7 @@ default="auto"
     n_iter_ : int
     burn_in_ : int
     error_model_ : str or None
-        The error model used ("auto" resolved for this fit), None for backends
-        without one.
+        The error model used ("auto" resolved), None without one (full rank too).
     wander_correction_ : str
         The wander correction used ("auto" resolved): "probit" or "none".
     param_names_ : ndarray of str
@@ -261,9 +250,9 @@ default="auto"
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when X has column names.
-    dpvi_result_ : DPVIResult
-        The privatised trace statistics (covered by the DP guarantee); with
-        ``decorrelation``, of the run in the rotated coordinates.
+    dpvi_result_ : DPVIResult or FullRankRelease
+        The release (covered by the DP guarantee): a FullRankRelease with
+        ``variational_family="full_rank"``; with ``decorrelation``, rotated.
     rotation_, gram_noise_multiplier_ : ndarray, float
         Only with ``decorrelation``: the released Gram matrix's eigenvectors
         (columns, the last row the intercept's; ``beta = rotation_ @ gamma``) and
@@ -338,9 +327,8 @@ default="auto"
 
     @staticmethod
     def _default_learning_rate_scale(dim):
-        # not keyed on prior_scale: a larger step with a wide prior helps when the
-        # coefficients are that large and hurts when the prior overstates them
-        # (results page, "Large coefficients: the trace lags, and a larger step")
+        # not keyed on prior_scale: a larger step helps large coefficients and hurts
+        # where the prior overstates them (results page, "Large coefficients: ...")
         return math.sqrt(dim / 2)
 
     def _make_model(self, n_features):
@@ -358,13 +346,10 @@ default="auto"
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         if choice:
             self.inference_diagnostics_["auto_error_model"] = choice
-        check_within_prior(self, self._theta_draws, self.prior_scale)
+        check_logistic_fit(self, n_samples, settings.engine)
         check_logistic_scales(self, result, n_params, float(self.prior_scale))
         if self.error_model == "dense_matched":  # "auto" checked it before choosing
             check_matched_centred(self, result, n_params, self._flat_directions())
-        engine = settings.engine
-        check_logistic_batch_noise(self, n_samples, engine["sampling_rate"],
-                                   engine["noise_multiplier"], engine["clip_norm"])
         return theta_mean
 
     def _default_clip_norm(self, model):

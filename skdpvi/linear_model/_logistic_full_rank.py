@@ -22,7 +22,7 @@ from sklearn.base import clone
 from ..dpvi.full_rank import run_dpvi_full_rank
 from ..noise_aware.full_rank import full_rank_posterior
 from ..posterior import NoiseAwarePosterior
-from ._logistic_release_checks import check_logistic_batch_noise, check_within_prior
+from ._logistic_release_checks import check_logistic_fit
 
 #: The values of ``variational_family``.
 VARIATIONAL_FAMILIES = ("mean_field", "full_rank")
@@ -93,9 +93,7 @@ class _FullRankMixin:
             diagnostics["wander_width"] = info["wander_width"]
         self._set_fit_attributes(release, settings, seeds, diagnostics)
         self._set_point_estimates(model)
-        check_within_prior(self, self._theta_draws, self.prior_scale)
-        check_logistic_batch_noise(self, X.shape[0], engine["sampling_rate"],
-                                   engine["noise_multiplier"], engine["clip_norm"])
+        check_logistic_fit(self, X.shape[0], engine)
 
     def _fit_batch(self, datasets, random_states, verbose=0):
         if not self._full_rank:

@@ -231,3 +231,13 @@ def check_logistic_batch_noise(est, n_samples, sampling_rate, noise_multiplier, 
             "or a larger epsilon raise the ratio; "
             "inference_diagnostics_['batch_over_noise'] holds it.",
             IdentifiabilityWarning, stacklevel=4)
+
+
+def check_logistic_fit(est, n_samples, engine):
+    """The checks every logistic fit runs, whatever its variational family: the
+    posterior's width against the prior (:func:`check_within_prior`) and the batch
+    against the noise (:func:`check_logistic_batch_noise`), for a fitted ``est``
+    and its run's ``engine`` settings."""
+    check_within_prior(est, est._theta_draws, est.prior_scale)
+    check_logistic_batch_noise(est, n_samples, engine["sampling_rate"],
+                               engine["noise_multiplier"], engine["clip_norm"])
