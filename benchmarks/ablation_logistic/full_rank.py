@@ -13,6 +13,7 @@ Run: python benchmarks/ablation_logistic/full_rank.py corrb gauss rho07d10 --n-s
 
 import argparse
 import os
+import pickle
 import sys
 import time
 import warnings
@@ -25,29 +26,67 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _common import machine, rmse_floor, save  # noqa: E402
-from skdpvi.noise_aware import full_rank_posterior  # noqa: E402
+from skdpvi.noise_aware import full_rank_posterior, full_rank_wander_width  # noqa: E402
 from skdpvi.posterior import NoiseAwarePosterior  # noqa: E402
 from release_cache import (CELLS, _rule_cell, _value, describe, estimator,  # noqa: E402
                            prior_scale, score, simulate)
 
 
-def one(cell, seed, params):
-    """The fit's draws, and those of the same release without the wander correction."""
+def _engine_overrides(engine):
+    """Run every full-rank fit of this process with ``run_dpvi_full_rank``'s keyword
+    arguments ``engine`` (an ablation of the engine's settings)."""
+    if engine:
+        import functools
+
+        from skdpvi.dpvi.full_rank import run_dpvi_full_rank
+        from skdpvi.linear_model import _logistic_full_rank
+        _logistic_full_rank.run_dpvi_full_rank = functools.partial(run_dpvi_full_rank, **engine)
+
+
+#: Post-processing variants of one release: the wander correction's width times this.
+CORRECTIONS = {"probit": 1.0, "none": 0.0, "half": 0.5}
+
+
+def _draws(est, factor):
+    """1,000 draws of the posterior of ``est``'s release with the wander correction's
+    width times ``factor`` (post-processing only: the same release)."""
+    from skdpvi.noise_aware import remove_wander_bias
+
+    directions = est._onehot_flat_directions()
+    components, info = full_rank_posterior(
+        est.dpvi_result_, prior_scale=est.prior_scale, random_state=est._fit_seeds().post,
+        flat_directions=directions if len(directions) else None)
+    if factor:
+        width = factor * full_rank_wander_width(est.dpvi_result_, info["curvature"],
+                                                est.prior_scale)
+        components.mean = remove_wander_bias(components.mean, width,
+                                             prior_scale=est.prior_scale,
+                                             covariance=info["component_covariance"])
+    model = est._make_model(est.n_features_in_)
+    est.posterior_ = est._finish_posterior(
+        NoiseAwarePosterior.from_components(components, model, "full_rank"), model)
+    return est.sample_posterior(1000, random_state=0)
+
+
+def one(cell, seed, params, engine=None, cache=None):
+    """The posterior draws of each of :data:`CORRECTIONS` from one fit (or its cached
+    estimator), the truth and the fit's seconds."""
     warnings.simplefilter("ignore")
+    _engine_overrides(engine)
     theta, X, y = simulate(_rule_cell(cell), seed)
-    start = time.perf_counter()
-    est = estimator(cell, **params).set_params(random_state=seed).fit(X, y)
-    seconds = time.perf_counter() - start
-    draws = {est.wander_correction_: est.sample_posterior(1000, random_state=0)}
-    if est.wander_correction_ == "probit":  # post-processing only: the same release again
-        directions = est._onehot_flat_directions()
-        components, _ = full_rank_posterior(
-            est.dpvi_result_, prior_scale=est.prior_scale, random_state=est._fit_seeds().post,
-            flat_directions=directions if len(directions) else None)
-        model = est._make_model(X.shape[1])
-        est.posterior_ = est._finish_posterior(
-            NoiseAwarePosterior.from_components(components, model, "full_rank"), model)
-        draws["none"] = est.sample_posterior(1000, random_state=0)
+    path = None if cache is None else os.path.join(cache, f"{cell}_{seed}.pkl")
+    if path is not None and os.path.exists(path):
+        with open(path, "rb") as f:
+            est, seconds = pickle.load(f)
+    else:
+        start = time.perf_counter()
+        est = estimator(cell, **params).set_params(random_state=seed).fit(X, y)
+        seconds = time.perf_counter() - start
+        if path is not None:
+            with open(path, "wb") as f:
+                pickle.dump((est, seconds), f)
+    corrections = CORRECTIONS if est.wander_correction_ == "probit" else {"none": 0.0}
+    draws = {name: _draws(est, factor) for name, factor in corrections.items()}
     return draws, theta, seconds
 
 
@@ -59,14 +98,23 @@ def main():
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--set", nargs="+", default=[], metavar="PARAM=VALUE",
                         help="further estimator parameters")
+    parser.add_argument("--engine", nargs="+", default=[], metavar="PARAM=VALUE",
+                        help="run_dpvi_full_rank keyword arguments (an ablation)")
+    parser.add_argument("--cache", default=None,
+                        help="a directory keeping each fitted estimator (reused if there)")
     parser.add_argument("--save", default="ablation_logistic_full_rank")
     args = parser.parse_args()
     params = {"variational_family": "full_rank",
               **{k: _value(v) for k, v in (item.split("=", 1) for item in args.set)}}
-    payload = {"machine": machine(), "args": vars(args), "params": params, "cells": {}}
+    engine = {k: _value(v) for k, v in (item.split("=", 1) for item in args.engine)}
+    if args.cache:
+        os.makedirs(args.cache, exist_ok=True)
+    payload = {"machine": machine(), "args": vars(args), "params": params, "engine": engine,
+               "cells": {}}
     for cell in args.cells:
         seeds = range(args.first_seed, args.first_seed + args.n_sim)
-        fits = Parallel(n_jobs=args.n_jobs)(delayed(one)(cell, s, params) for s in seeds)
+        fits = Parallel(n_jobs=args.n_jobs)(delayed(one)(cell, s, params, engine, args.cache)
+                                            for s in seeds)
         theta = np.array([f[1] for f in fits])
         K, p = theta.shape
         refs = prior_scale(cell) * np.random.default_rng(12345).standard_normal((K, p))

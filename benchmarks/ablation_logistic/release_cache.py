@@ -1229,7 +1229,10 @@ def evaluate(args):
 
 
 def _value(text):
-    """A ``--set`` value: a number where it parses as one, else the string."""
+    """A ``--set`` value: a number where it parses as one, None / True / False, else
+    the string."""
+    if text in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[text]
     for kind in (int, float):
         try:
             return kind(text)

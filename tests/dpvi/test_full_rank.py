@@ -6,7 +6,8 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from skdpvi.dpvi.full_rank import (FullRankRelease, _FullRankStep, full_rank_size,
+from skdpvi.dpvi.full_rank import (SCALE_CAP_DIVISOR, FullRankRelease, _FullRankStep,
+                                   full_rank_scale_preconditioner, full_rank_size,
                                    run_dpvi_full_rank)
 from skdpvi.noise_aware import full_rank_curvature, full_rank_posterior
 
@@ -33,10 +34,8 @@ def _autograd_rows(step, m, rho, U, eps, X, y):
     return out
 
 
-@pytest.mark.parametrize("clip_norm", [0.5, 1e6], ids=["clipped", "unclipped"])
-def test_step_equals_autograd_per_example_gradients_clipped(clip_norm):
+def _random_step_inputs(n=5, B=40, S=10):
     torch.manual_seed(0)
-    n, B, S, N = 5, 40, 10, 1000
     X = torch.randn(B, n, dtype=torch.float64)
     y = (torch.rand(B) < 0.5).double()
     m = 0.3 * torch.randn(n, dtype=torch.float64)
@@ -44,6 +43,13 @@ def test_step_equals_autograd_per_example_gradients_clipped(clip_norm):
     U = 0.5 * torch.randn(n * (n - 1) // 2, dtype=torch.float64)
     eps = torch.randn(S, n, dtype=torch.float64)
     eps -= eps.mean(0)
+    return m, rho, U, eps, X, y
+
+
+@pytest.mark.parametrize("clip_norm", [0.5, 1e6], ids=["clipped", "unclipped"])
+def test_step_equals_autograd_per_example_gradients_clipped(clip_norm):
+    m, rho, U, eps, X, y = _random_step_inputs()
+    n, B, N = X.shape[1], X.shape[0], 1000
     beta_rho, beta_u = 300.0, 500.0
     step = _FullRankStep(n, N, 1.3, beta_rho, beta_u, clip_norm)
     sum_m, sum_rho, sum_u, n_clipped = step(m, rho, step.factors(rho, U), eps, X, y)
@@ -53,10 +59,45 @@ def test_step_equals_autograd_per_example_gradients_clipped(clip_norm):
                                     + beta_u**2 * (g[2]**2).sum()) for g in rows])
     f = torch.clamp(clip_norm / norms, max=1.0)
     assert torch.all(f * norms <= clip_norm * (1 + 1e-12))
-    assert n_clipped == int((f < 1).sum()) == (B if clip_norm < 1 else 0)
+    expected = B if clip_norm < 1 else 0
+    assert n_clipped == (int((f < 1).sum()), int((f < 1).sum())) == (expected, expected)
     for got, k in ((sum_m, 0), (sum_rho, 1), (sum_u, 2)):
         want = sum(f[i] * rows[i][k] for i in range(B))
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("share", [0.8, 0.5])
+def test_blocks_clipped_apart_keep_each_row_within_the_clip_norm(share):
+    # the means' block clipped to a C, the scales' (rho, U) to sqrt(1 - a^2) C: each
+    # clipped row's norm is at most C, and a row's means are clipped only by their own norm
+    m, rho, U, eps, X, y = _random_step_inputs()
+    n, B, N = X.shape[1], X.shape[0], 1000
+    beta, C = 400.0, 0.6
+    step = _FullRankStep(n, N, 1.3, beta, beta, C, mean_clip_share=share)
+    sum_m, sum_rho, sum_u, n_clipped = step(m, rho, step.factors(rho, U), eps, X, y)
+    rows = _autograd_rows(step, m, rho, U, eps, X, y)
+    norm_m = torch.stack([g[0].norm() for g in rows])
+    norm_s = torch.stack([beta * torch.cat([g[1], g[2]]).norm() for g in rows])
+    f_m = torch.clamp(share * C / norm_m, max=1.0)
+    f_s = torch.clamp(np.sqrt(1 - share**2) * C / norm_s, max=1.0)
+    assert torch.all((f_m * norm_m) ** 2 + (f_s * norm_s) ** 2 <= C**2 * (1 + 1e-12))
+    assert n_clipped == (int((f_m < 1).sum()), int((f_s < 1).sum()))
+    assert n_clipped[0] > 0 and n_clipped[1] > 0
+    assert ((f_m < 1) != (f_s < 1)).any()  # the blocks clip different rows
+    for got, k, f in ((sum_m, 0, f_m), (sum_rho, 1, f_s), (sum_u, 2, f_s)):
+        want = sum(f[i] * rows[i][k] for i in range(B))
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-14)
+
+
+def test_scale_preconditioner_cap_keys_on_the_number_of_rows():
+    # the cap C_s N / (divisor sqrt(n (n + 1) / 2)) binds below some N and grows with it
+    free = full_rank_scale_preconditioner(100.0, 2.0, 10**6, 4, scale_noise=0.25, cap=True)
+    assert free == 400.0
+    capped = full_rank_scale_preconditioner(100.0, 2.0, 1000, 4, scale_noise=0.25, cap=True)
+    assert capped == pytest.approx(2.0 * 1000 / (SCALE_CAP_DIVISOR * np.sqrt(10)))
+    doubled = full_rank_scale_preconditioner(100.0, 2.0, 2000, 4, cap=True)
+    assert doubled == pytest.approx(2 * capped)
+    assert full_rank_scale_preconditioner(100.0, 2.0, 1000, 4) == 400.0  # no cap by default
 
 
 def test_released_gradient_noise_has_the_mechanism_scale():
@@ -136,9 +177,26 @@ def test_noise_free_run_reads_the_posterior_curvature():
 
 @pytest.mark.parametrize("bad, name", [(dict(sampling_rate=1.5), "sampling_rate"),
                                        (dict(burn_in=10), "burn_in"),
-                                       (dict(scale_noise=0.0), "scale_noise")])
+                                       (dict(scale_noise=0.0), "scale_noise"),
+                                       (dict(mean_clip_share=1.0), "mean_clip_share"),
+                                       (dict(mean_clip_share=-0.5), "mean_clip_share")])
 def test_bad_settings_name_the_parameter(bad, name):
     settings = dict(prior_scale=1.0, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.5,
                     n_steps=10, burn_in=2, learning_rate=1e-3, preconditioner=10.0)
     with pytest.raises(ValueError, match=name):
         run_dpvi_full_rank(np.ones((20, 2)), np.zeros(20), **{**settings, **bad})
+
+
+def test_blocks_clipped_apart_spare_the_means_rows_that_a_whole_row_clip_shrinks():
+    # few rows: the scale block's per-example gradients (~ beta / N) are large, so a
+    # row clipped as a whole shrinks its means' gradient too; clipped apart it does not
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.standard_normal((300, 2)), np.ones(300)]
+    y = (rng.random(300) < 0.5).astype(float)
+    settings = dict(prior_scale=1.0, noise_multiplier=1.0, clip_norm=3.0, sampling_rate=0.2,
+                    n_steps=300, burn_in=100, learning_rate=1e-3, preconditioner=200.0,
+                    scale_cap=False, random_state=0, return_clipped=True)
+    _, whole = run_dpvi_full_rank(X, y, mean_clip_share=None, **settings)
+    _, apart = run_dpvi_full_rank(X, y, mean_clip_share=0.8, **settings)
+    assert whole["means"] == whole["scales"] > 0.2
+    assert apart["means"] < 0.01 < apart["scales"]
