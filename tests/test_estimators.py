@@ -250,7 +250,9 @@ def test_closed_form_elbo_gradients(Est, reg_data):
     y = (y > 0).astype(int) if Est is DPBayesianLogisticRegression else y
     with pytest.raises(ValueError, match="elbo_gradients"):
         Est(**QUICK, elbo_gradients="exact").fit(X, y)
-    est = Est(**QUICK, elbo_gradients="closed_form", random_state=3)
+    # the closed form is a mean-field option ("auto" would fit the full rank below)
+    family = {"variational_family": "mean_field"} if Est is DPBayesianLogisticRegression else {}
+    est = Est(**QUICK, **family, elbo_gradients="closed_form", random_state=3)
     assert est._engine_settings(*X.shape, X, 0).engine["model"].exact_expectations
     a = est.fit(X, y).sample_posterior(50, random_state=0)
     b = clone(est).fit(X, y).sample_posterior(50, random_state=0)
@@ -439,7 +441,8 @@ def test_logistic_default_clip_norm_leaves_unit_scale_rows_unclipped():
     assert fractions[True] < 1e-3 < 5e-3 < fractions[False]
 
 
-def test_logistic_convergence_warning_fires_on_a_run_stopped_too_early():
+@pytest.mark.parametrize("family", ["mean_field", "full_rank"])
+def test_logistic_convergence_warning_fires_on_a_run_stopped_too_early(family):
     # a run stopped while the means still travel through changing curvature (no
     # burn-in, a slow step) fails the split-window test; the default run does not
     from sklearn.exceptions import ConvergenceWarning
@@ -450,13 +453,14 @@ def test_logistic_convergence_warning_fires_on_a_run_stopped_too_early():
     y = (rng.random(5000) < 1 / (1 + np.exp(-logits))).astype(int)
     early = DPBayesianLogisticRegression(epsilon=10.0, max_iter=2000, burn_in=0.0,
                                          learning_rate_scale=0.3, inference="exact",
-                                         random_state=0)
+                                         variational_family=family, random_state=0)
     with pytest.warns(ConvergenceWarning, match="split-window"):
         early.fit(X, y)
     assert early.inference_diagnostics_["split_p_value"] < 1e-3
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         settled = DPBayesianLogisticRegression(epsilon=10.0, inference="exact",
+                                               variational_family=family,
                                                random_state=0).fit(X, y)
     assert settled.inference_diagnostics_["split_p_value"] > 1e-3
 
@@ -490,7 +494,8 @@ def test_logistic_dense_error_model_gives_linear_response_components():
     X, y = make_classification(n_samples=3000, n_features=2, n_informative=2, n_redundant=0,
                                random_state=0)
     X = np.c_[X[:, 0], X[:, 0] + 0.3 * X[:, 1]]
-    kw = dict(max_iter=2000, n_posterior_samples=400, random_state=0)
+    kw = dict(max_iter=2000, n_posterior_samples=400, random_state=0,
+              variational_family="mean_field")
     diag = DPBayesianLogisticRegression(error_model="diagonal", **kw).fit(X, y)
     dense = DPBayesianLogisticRegression(error_model="dense", **kw).fit(X, y)
     np.testing.assert_array_equal(diag.dpvi_result_.phi, dense.dpvi_result_.phi)
@@ -506,8 +511,8 @@ def test_logistic_dense_error_model_gives_linear_response_components():
     batch = DPBayesianLogisticRegression(error_model="dense", **kw)._fit_batch(
         [(X, y)], [0])[0]
     np.testing.assert_allclose(batch.coef_, dense.coef_, rtol=1e-5, atol=1e-6)
-    # the default is one of the dense models, computed exactly, with the wander
-    # correction that goes with it
+    # the mean-field default is one of the dense models, computed exactly, with the
+    # wander correction that goes with it
     default = DPBayesianLogisticRegression(**kw).fit(X, y)
     assert default.inference == "exact" and default.error_model_ in DENSE_MODELS
     same = DPBayesianLogisticRegression(error_model=default.error_model_,
@@ -526,6 +531,7 @@ def test_logistic_auto_error_model_follows_the_backend(inference, expected):
     X = rng.normal(size=(300, 2))
     y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
     est = DPBayesianLogisticRegression(max_iter=200, inference=inference,
+                                       variational_family="mean_field",
                                        n_posterior_samples=100, random_state=0).fit(X, y)
     assert est.error_model_ in expected
     assert est.posterior_.method == (est.error_model_ if inference == "exact" else inference)
@@ -549,7 +555,8 @@ def test_logistic_auto_takes_the_matched_curvature_on_centred_features():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((4000, 5))
     y = _logistic_data(X, np.array([1.0, -0.5, 0.3, 0.0, 0.8, 0.2]), 1)
-    kw = dict(max_iter=3000, n_posterior_samples=300, random_state=0)
+    kw = dict(max_iter=3000, n_posterior_samples=300, random_state=0,
+              variational_family="mean_field")
     est = DPBayesianLogisticRegression(**kw).fit(X, y)
     choice = est.inference_diagnostics_["auto_error_model"]
     assert est.error_model_ == "dense_matched" and est.wander_correction_ == "probit"
@@ -608,6 +615,7 @@ def test_logistic_auto_keeps_the_window_curvature_where_matching_fails():
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         est = DPBayesianLogisticRegression(max_iter=3000, n_posterior_samples=200,
+                                           variational_family="mean_field",
                                            random_state=0).fit(U, y)
     choice = est.inference_diagnostics_["auto_error_model"]
     assert est.error_model_ == "dense_shrunk" and est.wander_correction_ == "none"
@@ -627,6 +635,7 @@ def test_logistic_auto_keeps_the_window_curvature_where_matching_fails():
     B = (rng.random((2000, 6)) < 0.02).astype(float)
     y = (rng.random(2000) < 0.4).astype(int)
     est = DPBayesianLogisticRegression(epsilon=0.3, max_iter=2000, n_posterior_samples=200,
+                                       variational_family="mean_field",
                                        random_state=0).fit(B, y)
     choice = est.inference_diagnostics_["auto_error_model"]
     assert est.error_model_ == "dense"

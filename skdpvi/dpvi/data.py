@@ -54,6 +54,8 @@ def _as_tensor(a, device):
     a = np.asarray(a)
     if a.dtype not in (np.float32, np.float64):
         a = a.astype(np.float64)
+    if any(stride < 0 for stride in a.strides):  # a reversed view (X[::-1]): torch
+        a = np.ascontiguousarray(a)               # has no negative strides
     with warnings.catch_warnings():
         # read-only arrays (memory maps opened with mode="r"): the engine never writes
         warnings.filterwarnings("ignore", message=".*not writ", category=UserWarning)

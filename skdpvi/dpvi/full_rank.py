@@ -57,6 +57,7 @@ import torch
 import torch.nn.functional as F
 
 from .sampling import _block_steps, _centred_normal, _generator, _poisson_block
+from .statistics import TraceStatistics
 from .threads import _limit_threads, _resolve_threads
 from .validation import _check_settings
 
@@ -124,6 +125,10 @@ class FullRankRelease:
     preconditioner : ndarray of shape (d,)
         beta.
     n_steps, burn_in : int
+    mean_stats : TraceStatistics or None
+        The means' released pairs ``(m_t, g_t)`` summed per coordinate over the
+        window and its halves (with the cross sums): what
+        :func:`~skdpvi.noise_aware.split_window_test` reads.
     """
 
     phi: np.ndarray
@@ -142,6 +147,7 @@ class FullRankRelease:
     preconditioner: np.ndarray
     n_steps: int
     burn_in: int
+    mean_stats: TraceStatistics = None
 
     @property
     def wander_covariance(self):
@@ -239,6 +245,19 @@ def _clip_factors(squared_norms, bound):
     return torch.clamp(bound / torch.sqrt(torch.clamp(squared_norms, min=1e-300)), max=1.0)
 
 
+def _mean_statistics(half_sums, shift, sum_mm, mean, count, first_half):
+    """The means' :class:`TraceStatistics` (halves and cross sums) from the run's sums."""
+    def stats(sums, n, **extra):
+        return TraceStatistics(count=int(n), shift=shift, sum_x=sums[0], sum_xx=sums[1],
+                               sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4], **extra)
+
+    # sum (m - shift)(m - shift)^T from sum m m^T and the window's mean of m
+    total_x = count * (mean - shift)
+    sum_xxt = sum_mm - count * np.outer(mean, shift) - np.outer(shift, total_x)
+    halves = (stats(half_sums[0], first_half), stats(half_sums[1], count - first_half))
+    return stats(half_sums.sum(0), count, halves=halves, sum_xxt=sum_xxt)
+
+
 def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampling_rate,
                        n_steps, burn_in, learning_rate, preconditioner,
                        scale_noise=DEFAULT_SCALE_NOISE, scale_cap=False,
@@ -320,6 +339,10 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
     sum_phi = torch.zeros(d, dtype=torch.float64)
     sum_g = torch.zeros(n, dtype=torch.float64)
     sum_mm = torch.zeros(n, n, dtype=torch.float64)
+    # the means' (x, x^2, g, g^2, g x) per half of the window, x = m - m at burn-in
+    half_sums = torch.zeros(2, 5, n, dtype=torch.float64)
+    mid = burn_in + (n_steps - burn_in) // 2
+    shift = None
     sum_sL = torch.zeros(n, n * n, dtype=torch.float64)
     sum_diag = torch.zeros(n, n, dtype=torch.float64)
     sum_entropy = torch.zeros(n, dtype=torch.float64)
@@ -354,6 +377,11 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
                     sum_phi[2 * n:] += U
                     sum_g += g_m
                     sum_mm.addr_(m, m)
+                    if shift is None:
+                        shift = m.clone()
+                    x = m - shift
+                    half_sums[int(start + k >= mid)] += torch.stack(
+                        [x, x * x, g_m, g_m * g_m, g_m * x])
                     s, A, L, dsig = factors
                     sum_sL.addr_(s, L.reshape(-1))
                     sum_diag.add_((L @ A.T) * dsig)
@@ -374,7 +402,9 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
         n_params=n, count=count,
         noise_multiplier=float(noise_multiplier), clip_norm=float(clip_norm),
         sampling_rate=float(sampling_rate), learning_rate=lr, preconditioner=beta,
-        n_steps=int(n_steps), burn_in=int(burn_in))
+        n_steps=int(n_steps), burn_in=int(burn_in),
+        mean_stats=_mean_statistics(half_sums.numpy(), shift.numpy(), sum_mm.numpy(),
+                                    (sum_phi[:n] / count).numpy(), count, mid - burn_in))
     if return_clipped:
         fractions = clipped / max(seen, 1.0)
         return release, {"means": float(fractions[0]), "scales": float(fractions[1])}

@@ -22,38 +22,63 @@ from sklearn.base import clone
 from ..dpvi.full_rank import run_dpvi_full_rank
 from ..noise_aware.full_rank import full_rank_posterior
 from ..posterior import NoiseAwarePosterior
-from ._logistic_release_checks import check_logistic_fit
+from ..noise_aware.sampling import _check_settled
+from ._logistic_release_checks import check_full_rank_scales, check_logistic_fit
 
 #: The values of ``variational_family``.
-VARIATIONAL_FAMILIES = ("mean_field", "full_rank")
+VARIATIONAL_FAMILIES = ("auto", "mean_field", "full_rank")
+#: "auto" fits the full-rank family up to this many parameters (intercept included):
+#: its step holds ``n (n + 1) / 2`` scale coordinates and accumulates ``n^3`` moments.
+AUTO_MAX_PARAMS = 21
+#: ... and up to this many (expected batch rows) x (parameters)^2 per step, the full-rank
+#: step's cost (issue 14's design, 1,000 rows x 11^2: about 4.6 s for 10,000 steps).
+AUTO_MAX_STEP_COST = 2.0e6
 
 
 class _FullRankMixin:
     """``variational_family`` of :class:`DPBayesianLogisticRegression`."""
 
-    @property
-    def _full_rank(self):
-        return self.variational_family == "full_rank"
+    def _full_rank_unsupported(self):
+        """The options set that the full-rank fit does not support: ``{name: (value,
+        supported)}``."""
+        options = {"inference": (self.inference, "exact"),
+                   "error_model": (self.error_model, "auto"),
+                   "elbo_gradients": (self.elbo_gradients, "monte_carlo"),
+                   "device": (self.device, "cpu"),
+                   "decorrelation": (self.decorrelation, None)}
+        return {name: pair for name, pair in options.items() if pair[0] != pair[1]}
 
     def _check_variational_family(self):
-        """Raise for a bad ``variational_family`` or an option it does not support."""
+        """Raise for a bad ``variational_family`` or an option "full_rank" does not support."""
         if self.variational_family not in VARIATIONAL_FAMILIES:
             raise ValueError(f"variational_family must be one of {VARIATIONAL_FAMILIES}, "
                              f"got variational_family={self.variational_family!r}.")
-        if not self._full_rank:
+        if self.variational_family != "full_rank":
             return
-        unsupported = {"inference": (self.inference, "exact"),
-                       "error_model": (self.error_model, "auto"),
-                       "elbo_gradients": (self.elbo_gradients, "monte_carlo"),
-                       "device": (self.device, "cpu")}
-        for name, (value, supported) in unsupported.items():
-            if value != supported:
-                raise ValueError(f"variational_family='full_rank' needs {name}={supported!r}, "
-                                 f"got {name}={value!r}.")
-        if self.decorrelation is not None:
-            raise ValueError("decorrelation rotates the mean-field fit; with "
-                             "variational_family='full_rank' the fit reads the "
-                             "correlations itself (decorrelation must be None).")
+        for name, (value, supported) in self._full_rank_unsupported().items():
+            if name == "decorrelation":
+                raise ValueError("decorrelation rotates the mean-field fit; with "
+                                 "variational_family='full_rank' the fit reads the "
+                                 "correlations itself (decorrelation must be None).")
+            raise ValueError(f"variational_family='full_rank' needs {name}={supported!r}, "
+                             f"got {name}={value!r}.")
+
+    def _family_for(self, X):
+        """The family a fit on ``X`` runs: ``variational_family``, or what "auto" makes of
+        it from public facts (the shape and the options set; sparse input is densified
+        by the full-rank fit, which "auto" allows only where that is small)."""
+        if self.variational_family != "auto":
+            return self.variational_family
+        n_rows, n_features = X.shape if sp.issparse(X) else np.shape(X)
+        n_params = n_features + int(bool(self.fit_intercept))
+        try:
+            cost = float(self.sampling_rate) * n_rows * n_params**2
+        except (TypeError, ValueError):  # the engine's settings raise, naming it
+            return "mean_field"
+        if self._full_rank_unsupported() or n_params > AUTO_MAX_PARAMS \
+                or cost > AUTO_MAX_STEP_COST:
+            return "mean_field"
+        return "full_rank"
 
     def _fit_full_rank(self, X, y01):
         """``fit`` with ``variational_family="full_rank"`` on validated inputs."""
@@ -91,15 +116,22 @@ class _FullRankMixin:
                                                        + np.trace(info["component_covariance"])))}
         if "wander_width" in info:
             diagnostics["wander_width"] = info["wander_width"]
+        diagnostics.update(_check_settled(release.mean_stats))
         self._set_fit_attributes(release, settings, seeds, diagnostics)
         self._set_point_estimates(model)
         check_logistic_fit(self, X.shape[0], engine)
+        check_full_rank_scales(self, H, float(self.prior_scale))
 
     def _fit_batch(self, datasets, random_states, verbose=0):
-        if not self._full_rank:
-            return super()._fit_batch(datasets, random_states, verbose)
+        families = {self._family_for(X) for X, _ in datasets}
+        if families == {"mean_field"}:
+            fitted = super()._fit_batch(datasets, random_states, verbose)
+            for est in fitted:
+                est.variational_family_ = "mean_field"
+            return fitted
         return [clone(self).set_params(random_state=int(s)).fit(X, y)
                 for (X, y), s in zip(datasets, random_states)]
 
     def _batch_fit_supported(self):
-        return not self._full_rank and super()._batch_fit_supported()
+        # "auto" decides per data set in _fit_batch (full rank: one by one)
+        return self.variational_family != "full_rank" and super()._batch_fit_supported()

@@ -158,6 +158,30 @@ def check_logistic_scales(est, result, n_params, prior_sd):
     wander = np.sqrt(np.maximum(stats.sum_xx[n_params:] / stats.count
                                 - (stats.sum_x[n_params:] / stats.count) ** 2, 0.0))
     low = scales * np.exp(-(wander[:-1] + wander[-1]))
+    _warn_far_from_unit_scale(est, scales, low)
+
+
+def check_full_rank_scales(est, curvature, prior_sd):
+    """:func:`check_logistic_scales` for a full-rank fit: each feature's scale from the
+    diagonal of the curvature read off its release
+    (:func:`~skdpvi.noise_aware.full_rank_curvature`), ``(H_jj - prior_sd^-2) /
+    (H_00 - prior_sd^-2)`` being the same ``p (1 - p)``-weighted mean square relative
+    to the intercept's. The full-rank release keeps no wander of the scales, so no
+    allowance is subtracted; its curvature's diagonal reads the data's to 0.6-1.5
+    (results page, "A full-rank variational family")."""
+    if not est.fit_intercept or est.clip_norm != "auto":
+        return
+    diagonal = np.diag(np.asarray(curvature, float)) - prior_sd ** -2.0
+    if not diagonal[-1] > 0:
+        return
+    scales = np.sqrt(np.maximum(diagonal[:-1], 0.0) / diagonal[-1])
+    est.inference_diagnostics_["feature_scales"] = scales
+    _warn_far_from_unit_scale(est, scales, scales)
+
+
+def _warn_far_from_unit_scale(est, scales, low):
+    """Warn (IdentifiabilityWarning) where ``low``, a feature's scale estimate lowered
+    by its uncertainty, exceeds :data:`_LARGEST_LOGISTIC_SCALE`."""
     outside = np.flatnonzero(low > _LARGEST_LOGISTIC_SCALE)
     if len(outside):
         shown = ", ".join(f"{j}: {scales[j]:.3g}" for j in outside[:5])
@@ -170,7 +194,7 @@ def check_logistic_scales(est, result, n_params, prior_sd):
             "(With a few hundred rows and a small epsilon the estimate is noisy and "
             "can fire on unit-scale features.) inference_diagnostics_['feature_scales'] "
             "holds the estimate.",
-            IdentifiabilityWarning, stacklevel=4)
+            IdentifiabilityWarning, stacklevel=5)
 
 
 #: A logistic posterior's marginal sd above this multiple of the prior's is reported.

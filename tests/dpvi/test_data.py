@@ -29,12 +29,16 @@ def test_large_float32_arrays_are_read_in_place():
     np.testing.assert_array_equal(Xb[:, 4].numpy(), 1.0)  # the intercept, per batch
 
 
-@pytest.mark.parametrize("source", ["float64", "float32", "memmap", "csr", "csr-float32"])
+@pytest.mark.parametrize("source", ["float64", "float32", "memmap", "csr", "csr-float32",
+                                    "reversed"])
 def test_every_input_gives_the_batches_and_row_norms_of_the_prepared_data(source, tmp_path):
     X, y = _xy()
     model = LinearRegressionModel(4)
     if source == "float32":
         X = X.astype(np.float32)
+    elif source == "reversed":  # a view with a negative stride (X[::-1]): torch has none
+        X, y = np.ascontiguousarray(X[::-1])[::-1], y
+        assert X.strides[0] < 0
     elif source == "memmap":
         mm = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float32,
                                        shape=X.shape)

@@ -19,8 +19,9 @@ def _data(seed=0, n=600):
 
 
 def _estimator(**params):
-    return DPBayesianLogisticRegression(variational_family="full_rank", max_iter=300,
-                                        random_state=0, **params)
+    params = {"max_iter": 300, **params}
+    return DPBayesianLogisticRegression(variational_family="full_rank", random_state=0,
+                                        **params)
 
 
 def test_fit_predict_and_reproducible():
@@ -79,3 +80,62 @@ def test_tarp_study_fits_one_by_one_as_fit_does():
     assert study.samples.shape == (3, 20, 4) and np.all(np.isfinite(study.samples))
     np.testing.assert_array_equal(run_tarp_study(_estimator(), simulator, **kw).samples,
                                   study.samples)
+
+
+@pytest.mark.parametrize("params, shape, family", [
+    ({}, (600, 3), "full_rank"),                          # the default, small and cheap
+    ({}, (600, 21), "mean_field"),                        # 22 parameters
+    ({}, (200_000, 10), "mean_field"),                    # 0.1 * 2e5 * 11^2 > 2e6
+    ({"fit_intercept": False}, (600, 21), "full_rank"),   # 21 parameters
+    ({"error_model": "dense"}, (600, 3), "mean_field"),   # mean-field options set
+    ({"inference": "emcee"}, (600, 3), "mean_field"),
+    ({"decorrelation": 0.1}, (600, 3), "mean_field"),
+    ({"variational_family": "mean_field"}, (600, 3), "mean_field"),
+    ({"variational_family": "full_rank"}, (600, 30), "full_rank"),
+])
+def test_auto_family_follows_the_public_shape_and_options(params, shape, family):
+    est = DPBayesianLogisticRegression(**params)
+    assert est.variational_family == params.get("variational_family", "auto")
+    assert est._family_for(np.zeros(shape)) == family
+
+
+def test_auto_fits_record_the_family_and_equal_the_explicit_one():
+    X, y = _data()
+    kw = dict(max_iter=300, random_state=0)
+    auto = DPBayesianLogisticRegression(**kw).fit(X, y)
+    assert auto.variational_family_ == "full_rank"
+    np.testing.assert_array_equal(auto.sample_posterior(5, random_state=1),
+                                  _estimator().fit(X, y).sample_posterior(5, random_state=1))
+    emcee = DPBayesianLogisticRegression(inference="emcee", **kw).fit(X, y)
+    assert emcee.variational_family_ == "mean_field"
+    assert not isinstance(emcee.dpvi_result_, FullRankRelease)
+
+
+def test_auto_batch_fits_equal_their_own_fits_whichever_family():
+    # "auto" keeps the lockstep path where every data set resolves to mean field, and
+    # fits one by one otherwise; either way each fit equals its own fit
+    X, y = _data()
+    wide = np.random.default_rng(2).standard_normal((600, 22))
+    y_wide = (wide[:, 0] > 0).astype(int)
+    auto = DPBayesianLogisticRegression(max_iter=200, random_state=0)
+    assert auto._batch_fit_supported()
+    for datasets in ([(wide, y_wide), (wide[::-1], y_wide[::-1])], [(X, y), (wide, y_wide)]):
+        batch = auto._fit_batch(datasets, [3, 4])
+        for est, (Xk, yk), seed in zip(batch, datasets, [3, 4]):
+            own = clone(auto).set_params(random_state=seed).fit(Xk, yk)
+            assert est.variational_family_ == own.variational_family_
+            np.testing.assert_allclose(est.coef_, own.coef_, rtol=1e-5, atol=1e-6)
+
+
+def test_full_rank_fit_runs_the_split_window_check_and_the_scale_check():
+    X, y = _data()
+    est = _estimator(max_iter=4000).fit(X, y)  # (300 steps read the scales up to 2.2)
+    stats = est.dpvi_result_.mean_stats
+    assert stats.count == est.dpvi_result_.count == sum(h.count for h in stats.halves)
+    np.testing.assert_allclose(stats.shift + stats.sum_x / stats.count,
+                               est.dpvi_result_.mean_phi[:4])
+    np.testing.assert_allclose(stats.sum_g / stats.count, est.dpvi_result_.mean_gradient)
+    np.testing.assert_allclose(stats.wander_covariance() * (stats.count - 1) / stats.count,
+                               est.dpvi_result_.wander_covariance, atol=1e-12)
+    assert 0 <= est.inference_diagnostics_["split_p_value"] <= 1
+    assert np.all(np.abs(est.inference_diagnostics_["feature_scales"] - 1) < 0.5)

@@ -192,14 +192,16 @@ def test_the_target_scale_bound_is_3_from_500_rows_and_4_below():
     assert warned(4.5, 200) and not warned(2.9, 5000)
 
 
-def test_logistic_features_far_from_unit_scale_warn():
+@pytest.mark.parametrize("family", ["mean_field", "full_rank"])
+def test_logistic_features_far_from_unit_scale_warn(family):
     # the default clip norm assumes unit scale; 10 x X is clipped and pushed outward
     from skdpvi import DPBayesianLogisticRegression
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(3000, 3))
     y = (rng.random(3000) < 1 / (1 + np.exp(-(X @ [1.0, -0.5, 0.3] + 0.2)))).astype(int)
-    kw = dict(max_iter=2000, n_posterior_samples=200, random_state=0)
+    kw = dict(max_iter=2000, n_posterior_samples=200, random_state=0,
+              variational_family=family)
     with pytest.warns(IdentifiabilityWarning, match="far from unit scale"):
         est = DPBayesianLogisticRegression(**kw).fit(10 * X, y)
     assert np.all(est.inference_diagnostics_["feature_scales"] > 4)
