@@ -15,6 +15,8 @@ widths far better calibrated, TARP no better, too narrow on strongly correlated
 features.
 """
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
@@ -24,6 +26,7 @@ from ..noise_aware.full_rank import full_rank_posterior
 from ..posterior import NoiseAwarePosterior
 from ..noise_aware.sampling import _check_settled
 from ._logistic_release_checks import check_full_rank_scales, check_logistic_fit
+from ._reporting import _describe_diagnostics, _progress
 
 #: The values of ``variational_family``.
 VARIATIONAL_FAMILIES = ("auto", "mean_field", "full_rank")
@@ -31,8 +34,10 @@ VARIATIONAL_FAMILIES = ("auto", "mean_field", "full_rank")
 #: its step holds ``n (n + 1) / 2`` scale coordinates and accumulates ``n^3`` moments.
 AUTO_MAX_PARAMS = 21
 #: ... and up to this many (expected batch rows) x (parameters)^2 per step, the full-rank
-#: step's cost (issue 14's design, 1,000 rows x 11^2: about 4.6 s for 10,000 steps).
-AUTO_MAX_STEP_COST = 2.0e6
+#: step's cost: the measured designs' range (20 features on 10,000 rows: 4.4e5; issue
+#: 14's design 1.2e5, about 4.6 s a fit), where the mean-field fit's joint widths fail
+#: (its joint gap is the DP noise's, which shrinks relative to the data with N).
+AUTO_MAX_STEP_COST = 5.0e5
 
 
 class _FullRankMixin:
@@ -96,6 +101,7 @@ class _FullRankMixin:
             burn_in=engine["burn_in"], learning_rate=engine["learning_rate"],
             preconditioner=engine["preconditioner"], n_mc_samples=engine["n_mc_samples"],
             random_state=seeds.engine, verbose=self.verbose)
+        start = time.perf_counter()
         directions = self._onehot_flat_directions()
         # "auto": the correction where an intercept measures it ("probit" checked it)
         correction = "probit" if self.wander_correction != "none" and self.fit_intercept \
@@ -117,6 +123,11 @@ class _FullRankMixin:
         if "wander_width" in info:
             diagnostics["wander_width"] = info["wander_width"]
         diagnostics.update(_check_settled(release.mean_stats))
+        verbose = int(self.verbose)
+        _progress(verbose, 1, f"post-processing: full rank, {int(self.n_posterior_samples)} "
+                              f"mixture components ({time.perf_counter() - start:.1f} s)")
+        for line in _describe_diagnostics(diagnostics) if verbose >= 2 else ():
+            _progress(verbose, 2, line)
         self._set_fit_attributes(release, settings, seeds, diagnostics)
         self._set_point_estimates(model)
         check_logistic_fit(self, X.shape[0], engine)

@@ -85,7 +85,8 @@ def test_tarp_study_fits_one_by_one_as_fit_does():
 @pytest.mark.parametrize("params, shape, family", [
     ({}, (600, 3), "full_rank"),                          # the default, small and cheap
     ({}, (600, 21), "mean_field"),                        # 22 parameters
-    ({}, (200_000, 10), "mean_field"),                    # 0.1 * 2e5 * 11^2 > 2e6
+    ({}, (50_000, 10), "mean_field"),                     # 0.1 * 5e4 * 11^2 > 5e5
+    ({}, (10_000, 20), "full_rank"),                      # 0.1 * 1e4 * 21^2 <= 5e5
     ({"fit_intercept": False}, (600, 21), "full_rank"),   # 21 parameters
     ({"error_model": "dense"}, (600, 3), "mean_field"),   # mean-field options set
     ({"inference": "emcee"}, (600, 3), "mean_field"),
