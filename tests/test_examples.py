@@ -64,6 +64,7 @@ EXPECTED = {
             "simulations: 6 features (rho 0.7)",
             "calibration on the same simulations (a calibrated method: TARP RMSE",
             "default ",
+            "mean_field ",
             "decorrelation=0.1 ",
             "90% ellipsoids",
             "plot saved to",

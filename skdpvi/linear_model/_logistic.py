@@ -199,7 +199,7 @@ default="auto"
         (:func:`~skdpvi.noise_aware.full_rank_posterior`); needs
         ``inference="exact"``, ``error_model="auto"``, no ``decorrelation``, and
         densifies sparse input; no lockstep path in studies. "auto" fits it where
-        it is cheap and every option it needs is at its default: at most 21 parameters
+        it is cheap and every option it needs is at its default: at most 13 parameters
         (intercept included) and ``sampling_rate * n_samples * n_params^2 <= 5e5``
         (its step's cost), else "mean_field" (Adult's 58 parameters: mean field).
         Measured (user guide, "Correlated features: a full-rank variational

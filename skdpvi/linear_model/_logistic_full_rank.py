@@ -31,11 +31,13 @@ from ._reporting import _describe_diagnostics, _progress
 #: The values of ``variational_family``.
 VARIATIONAL_FAMILIES = ("auto", "mean_field", "full_rank")
 #: "auto" fits the full-rank family up to this many parameters (intercept included):
-#: its step holds ``n (n + 1) / 2`` scale coordinates and accumulates ``n^3`` moments.
-AUTO_MAX_PARAMS = 21
+#: the largest of the measured designs where it was calibrated (12 features at rho
+#: 0.3 on 3,000 rows; at 21 parameters its centre correction over-corrects, TARP with
+#: prior references 0.208 against the mean-field fit's 0.039: results page).
+AUTO_MAX_PARAMS = 13
 #: ... and up to this many (expected batch rows) x (parameters)^2 per step, the full-rank
-#: step's cost: the measured designs' range (20 features on 10,000 rows: 4.4e5; issue
-#: 14's design 1.2e5, about 4.6 s a fit), where the mean-field fit's joint widths fail
+#: step's cost: about the measured designs' range (issue 14's design, 11 parameters on
+#: 10,000 rows: 1.2e5, about 4.6 s a fit), where the mean-field fit's joint widths fail
 #: (its joint gap is the DP noise's, which shrinks relative to the data with N).
 AUTO_MAX_STEP_COST = 5.0e5
 

@@ -84,10 +84,11 @@ def test_tarp_study_fits_one_by_one_as_fit_does():
 
 @pytest.mark.parametrize("params, shape, family", [
     ({}, (600, 3), "full_rank"),                          # the default, small and cheap
-    ({}, (600, 21), "mean_field"),                        # 22 parameters
+    ({}, (600, 13), "mean_field"),                        # 14 parameters
     ({}, (50_000, 10), "mean_field"),                     # 0.1 * 5e4 * 11^2 > 5e5
-    ({}, (10_000, 20), "full_rank"),                      # 0.1 * 1e4 * 21^2 <= 5e5
-    ({"fit_intercept": False}, (600, 21), "full_rank"),   # 21 parameters
+    ({}, (20_000, 12), "full_rank"),                      # 0.1 * 2e4 * 13^2 <= 5e5
+    ({}, (40_000, 12), "mean_field"),                     # 0.1 * 4e4 * 13^2 > 5e5
+    ({"fit_intercept": False}, (600, 13), "full_rank"),   # 13 parameters
     ({"error_model": "dense"}, (600, 3), "mean_field"),   # mean-field options set
     ({"inference": "emcee"}, (600, 3), "mean_field"),
     ({"decorrelation": 0.1}, (600, 3), "mean_field"),
@@ -116,7 +117,7 @@ def test_auto_batch_fits_equal_their_own_fits_whichever_family():
     # "auto" keeps the lockstep path where every data set resolves to mean field, and
     # fits one by one otherwise; either way each fit equals its own fit
     X, y = _data()
-    wide = np.random.default_rng(2).standard_normal((600, 22))
+    wide = np.random.default_rng(2).standard_normal((600, 14))
     y_wide = (wide[:, 0] > 0).astype(int)
     auto = DPBayesianLogisticRegression(max_iter=200, random_state=0)
     assert auto._batch_fit_supported()
