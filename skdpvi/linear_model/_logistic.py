@@ -203,9 +203,10 @@ default="auto"
         (intercept included) and ``sampling_rate * n_samples * n_params^2 <= 5e5``
         (its step's cost), else "mean_field" (Adult's 58 parameters: mean field).
         Measured (user guide, "Correlated features: a full-rank variational
-        family"; K = 200-300 per design): joint 90 % ellipsoids cover 0.92-0.95
-        where the mean-field fit's cover 0.07-0.67, TARP within the calibrated
-        range. ``variational_family_`` says which ran.
+        family"; K = 200-300 on nine designs): joint 90 % ellipsoids cover
+        0.81-0.94 where the mean-field fit's cover 0.07-0.67; too wide where most
+        of its scale rows clip (3,000 rows, 13 parameters, epsilon 0.5).
+        ``variational_family_`` says which ran.
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a
