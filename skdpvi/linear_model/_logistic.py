@@ -201,7 +201,7 @@ default="auto"
         densifies sparse input; no lockstep path in studies. "auto" fits it where
         it is cheap and every option it needs is at its default: at most 13 parameters
         (intercept included) and ``sampling_rate * n_samples * n_params^2 <= 5e5``
-        (its step's cost), else "mean_field" (Adult's 58 parameters: mean field).
+        (its step's cost), else "mean_field" (Adult's 57 parameters: mean field).
         Measured (user guide, "Correlated features: a full-rank variational
         family"; K = 200-300 on nine designs): joint 90 % ellipsoids cover
         0.81-0.94 where the mean-field fit's cover 0.07-0.67; too wide where most
