@@ -5,7 +5,7 @@ mechanism: noise multiplier, private clipping norm, learning rate, preconditione
 burn-in) and each variant ``F,S,D`` (``--variants``; F: the rho and U blocks' preconditioner
 over the mean-field engine's beta, ``1 / scale_noise``; S: the means' clip share
 ``mean_clip_share``, or ``joint`` for a row clipped as a whole; D: the divisor of
-:func:`skdpvi.dpvi.full_rank.full_rank_scale_preconditioner`'s cap, or ``none``),
+:func:`skdpvi.dpvi.full_rank_step.full_rank_scale_preconditioner`'s cap, or ``none``),
 runs :func:`~skdpvi.dpvi.run_dpvi_full_rank` on a few simulations and reports:
 
 - the fractions of rows whose means' and whose scales' block was clipped;
@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _common import machine, save  # noqa: E402
 from release_cache import CELLS, _rule_cell, estimator, prior_scale, simulate  # noqa: E402
 from skdpvi.dpvi import full_rank as fr  # noqa: E402
+from skdpvi.dpvi import full_rank_step  # noqa: E402
 from skdpvi.noise_aware import full_rank_curvature  # noqa: E402
 
 
@@ -52,7 +53,7 @@ def one(cell, seed, variant):
     factor, share, divisor = variant.split(",")
     share = None if share == "joint" else float(share)
     if divisor != "none":
-        fr.SCALE_CAP_DIVISOR = float(divisor)
+        full_rank_step.SCALE_CAP_DIVISOR = float(divisor)
     kwargs = {"scale_noise": 1.0 / float(factor), "scale_cap": divisor != "none",
               "mean_clip_share": share}
     release, clipped = fr.run_dpvi_full_rank(
@@ -65,7 +66,7 @@ def one(cell, seed, variant):
     beta_s = float(release.preconditioner[-1])
     C = float(engine["clip_norm"])
     # block norms at the last iterate, one fresh batch
-    step = fr._FullRankStep(n, N, prior_scale(cell), beta_s, beta_s, C, share)
+    step = full_rank_step._FullRankStep(n, N, prior_scale(cell), beta_s, beta_s, C, share)
     g = torch.Generator().manual_seed(seed)
     idx = torch.as_tensor(np.flatnonzero(np.random.default_rng(seed).random(N)
                                          < engine["sampling_rate"]))

@@ -193,20 +193,14 @@ default="auto"
         ``rotation_`` and ``dpvi_result_`` are in the rotated coordinates;
         ``wander_correction="probit"`` is not available with it.
     variational_family : {"auto", "mean_field", "full_rank"}, default="auto"
-        "full_rank": DP-SGD on ``N(m, L L^T)`` with a dense L, the same mechanism
-        and accounting (:func:`~skdpvi.dpvi.run_dpvi_full_rank`), whose released
-        scale gradients carry the curvature's correlations
-        (:func:`~skdpvi.noise_aware.full_rank_posterior`); needs
-        ``inference="exact"``, ``error_model="auto"``, no ``decorrelation``, and
-        densifies sparse input; no lockstep path in studies. "auto" fits it where
-        it is cheap and every option it needs is at its default: at most 13 parameters
-        (intercept included) and ``sampling_rate * n_samples * n_params^2 <= 5e5``
-        (its step's cost), else "mean_field" (Adult's 57 parameters: mean field).
-        Measured (user guide, "Correlated features: a full-rank variational
-        family"; K = 200-300 on nine designs): joint 90 % ellipsoids cover
-        0.81-0.94 where the mean-field fit's cover 0.07-0.67; too wide where most
-        of its scale rows clip (3,000 rows, 13 parameters, epsilon 0.5).
-        ``variational_family_`` says which ran.
+        "full_rank": DP-SGD on ``N(m, L L^T)`` with a dense L, same mechanism and
+        accounting (:func:`~skdpvi.dpvi.run_dpvi_full_rank`); needs
+        ``inference="exact"``, ``error_model="auto"``, no ``decorrelation``;
+        densifies sparse input; no lockstep path in studies. "auto": full rank at
+        most 13 parameters (intercept included) with ``sampling_rate * n_samples *
+        n_params^2 <= 5e5`` and those options at their defaults, else mean field
+        (Adult). Joint ellipsoids 0.81-0.94 where mean field's cover 0.07-0.67 (user
+        guide, "Correlated features: a full-rank variational family", gaps there).
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a

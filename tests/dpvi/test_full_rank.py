@@ -6,9 +6,9 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from skdpvi.dpvi.full_rank import (SCALE_CAP_DIVISOR, FullRankRelease, _FullRankStep,
-                                   full_rank_scale_preconditioner, full_rank_size,
-                                   run_dpvi_full_rank)
+from skdpvi.dpvi.full_rank import FullRankRelease, full_rank_size, run_dpvi_full_rank
+from skdpvi.dpvi.full_rank_step import (SCALE_CAP_DIVISOR, _FullRankStep,
+                                        full_rank_scale_preconditioner)
 from skdpvi.noise_aware import full_rank_curvature, full_rank_posterior
 
 

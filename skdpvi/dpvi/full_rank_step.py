@@ -1,0 +1,145 @@
+"""The clipped sum of one full-rank DP-SGD step (:func:`~skdpvi.dpvi.run_dpvi_full_rank`).
+
+Per-example gradients of the negative ELBO of ``q = N(m, L L^T)``,
+``L = diag(softplus(rho)) (I + U)``, for logistic regression (the prior and entropy
+terms divided by N, as in :mod:`~skdpvi.dpvi.gradients`), preconditioned, clipped and
+summed over the batch. No (B, n^2) block is formed: the U rows' norms and clipped sum
+come from products of the batch with n x n matrices.
+
+**Preconditioning.** The U entries are dimensionless (their curvature in the negative
+ELBO is ``s_j^2 H_jj``, about 1, like rho's 2), so they take the scales' step
+``lambda beta``. Their per-example gradients are small next to the means' (at the
+defaults the rho and U rows use about 5 % of C, the means' 13 %), so both blocks are
+multiplied by ``1 / scale_noise`` times that beta before clipping, with their steps
+unchanged: the DP noise in rho and U is ``scale_noise`` times the mean-field
+engine's, which is what reads the correlations. Measured on issue 14's design
+(epsilon 1): with 1 the curvature's generalised eigenvalues against the data's
+spread over 0.43-2.34, with 0.25 over 0.60-1.08 (without DP noise: 0.66-1.07) at
+1 % of the rows clipped; 0.0625 clipped a third of the rows.
+
+**Clipping the blocks apart.** The per-example scale gradients grow like 1 / N, so at
+a fixed factor fewer rows clip more: 6-10 % of the rows on 5,000 rows, 14-18 % on
+4,000, and a row clipped as a whole loses its gradient in the means with its scales',
+which biased the centre (ten features equicorrelated at 0.7: coverage 0.78-0.89).
+So each row's means' block is clipped to ``0.8 C`` and its (rho, U) block to
+``0.6 C`` apart (``mean_clip_share``; the row's norm stays at most C, the noise is
+unchanged): the means' rows are then almost never clipped (their 99th percentile is
+0.4-0.65 C on the measured designs) and the scales' clipping only softens the
+curvature a little (generalised eigenvalues 0.45-0.7 at the bottom where 20-50 %
+of the scale rows are clipped, instead of 0.6-0.8). Capping the scale block's
+preconditioner with N instead (``scale_cap``, the mean-field cap extended to the
+``n (n + 1) / 2`` coordinates) keeps the clipping near 1-5 % but raises the noise
+where N is small, and on 1,000-2,000 rows the curvature it read was off by factors
+of 10-5,000: measured, not the default (results page, "Clipping the full-rank
+blocks apart").
+"""
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+#: The rho and U blocks' noise relative to the mean-field engine's (see module text).
+DEFAULT_SCALE_NOISE = 0.25
+#: The means' share of C when the blocks are clipped apart (None: a row as a whole).
+DEFAULT_MEAN_CLIP_SHARE = 0.8
+#: The cap's divisor: the scale block's preconditioner is at most
+#: ``C N / (SCALE_CAP_DIVISOR sqrt(n (n + 1) / 2))``.
+SCALE_CAP_DIVISOR = 5.0
+
+
+def full_rank_scale_preconditioner(preconditioner, scale_bound, n_examples, n_params,
+                                   scale_noise=DEFAULT_SCALE_NOISE, cap=False):
+    """The rho and U blocks' preconditioner: ``preconditioner / scale_noise``, optionally capped.
+
+    The cap ``C_s N / (5 sqrt(n (n + 1) / 2))`` (``C_s`` the scale block's clipping
+    bound) extends the mean-field engine's
+    (:func:`~skdpvi.dpvi.schedule._default_preconditioning`) to the scale block's
+    ``n (n + 1) / 2`` coordinates: their per-example gradients are O(1 / N), so a
+    preconditioner that grows with N keeps their norms at a fixed share of ``C_s``.
+    N is public by the engine's assumptions. Not the default (module text).
+    """
+    beta = float(preconditioner) / float(scale_noise)
+    if not cap:
+        return beta
+    n_scale = n_params * (n_params + 1) / 2
+    return min(beta, float(scale_bound) * n_examples / (SCALE_CAP_DIVISOR * math.sqrt(n_scale)))
+
+
+class _FullRankStep:
+    """The clipped sums of one step's preconditioned per-example gradients.
+
+    With ``mean_clip_share`` None a row is clipped as a whole to norm C; with a share
+    ``a`` its means' block is clipped to ``a C`` and its (rho, U) block to
+    ``sqrt(1 - a^2) C`` separately (each row's norm is still at most C).
+    """
+
+    def __init__(self, n, n_examples, prior_scale, beta_rho, beta_u, clip_norm,
+                 mean_clip_share=None):
+        self.n, self.N = n, n_examples
+        self.prior_var = float(prior_scale) ** 2
+        self.beta_rho, self.beta_u, self.C = beta_rho, beta_u, clip_norm
+        self.mean_clip_share = mean_clip_share
+        self.rows, self.cols = (torch.as_tensor(i) for i in np.tril_indices(n, -1))
+        self.strict = torch.tril(torch.ones(n, n, dtype=torch.float64), -1)
+        self.eye = torch.eye(n, dtype=torch.float64)
+
+    def factors(self, rho, U):
+        """``s = softplus(rho)``, ``A = I + U``, ``L = diag(s) A`` and ``sigmoid(rho)``
+        (ds / drho), once per step for the clipped sum and the window's moments."""
+        s = F.softplus(rho)
+        A = self.eye.clone()
+        A[self.rows, self.cols] = U
+        return s, A, s[:, None] * A, torch.sigmoid(rho)
+
+    def pieces(self, m, rho, factors, eps, X, y):
+        """The per-example pieces of one step, before preconditioning and clipping.
+
+        Returns ``(w_bar, r_m, V, R, rho_rows, sq_m, sq_rho, sq_u)``: the squared
+        norms are those of each row's gradient in m, rho and U (the last two without
+        their preconditioner), the rest what :meth:`__call__` sums them from.
+        """
+        N = self.N
+        s, A, L, dsig = factors
+        theta = m + eps @ L.T                                  # (S, n)
+        S = eps.shape[0]
+        w = torch.sigmoid(X @ theta.T) - y[:, None]            # (B, S): d(-log lik)/dz
+        w_bar = w.mean(1)
+        prior_grad = theta / self.prior_var                    # d(-log prior)/dtheta
+        r_m = prior_grad.mean(0) / N
+        V = w @ eps / S                                        # (B, n)
+        R = prior_grad.T @ eps / (S * N)                       # (n, n)
+        rho_rows = dsig * (X * (V @ A.T) + ((R * A).sum(1) - 1.0 / (N * s)))
+        R_low = R * self.strict
+        s2 = s * s
+        # |U row|^2 = sum_{j>k} s_j^2 (x_j v_k + R_jk)^2, without the (B, n^2) block
+        sq_u = ((V * V) * ((X * X * s2) @ self.strict)).sum(1) \
+            + 2.0 * ((X * s2) * (V @ R_low.T)).sum(1) + (s2[:, None] * R_low * R_low).sum()
+        sq_m = (X * X).sum(1) * w_bar**2 + 2.0 * w_bar * (X @ r_m) + r_m @ r_m
+        return w_bar, r_m, V, R, rho_rows, sq_m, (rho_rows * rho_rows).sum(1), sq_u
+
+    def __call__(self, m, rho, factors, eps, X, y):
+        """(sum of the clipped rows of m, of rho, of U) and the numbers of rows clipped
+        in the means' and in the scales' block; ``factors`` are :meth:`factors` of
+        (rho, U)."""
+        C = self.C
+        s = factors[0]
+        w_bar, r_m, V, R, rho_rows, sq_m, sq_rho, sq_u = self.pieces(m, rho, factors, eps, X, y)
+        sq_s = self.beta_rho**2 * sq_rho + self.beta_u**2 * sq_u
+        if self.mean_clip_share is None:
+            f_m = f_s = _clip_factors(sq_m + sq_s, C)
+        else:
+            a = float(self.mean_clip_share)
+            f_m = _clip_factors(sq_m, a * C)
+            f_s = _clip_factors(sq_s, math.sqrt(1.0 - a * a) * C)
+        sum_m = X.T @ (f_m * w_bar) + f_m.sum() * r_m
+        sum_rho = f_s @ rho_rows
+        G = X.T @ (f_s[:, None] * V) + f_s.sum() * R
+        sum_u = (s[:, None] * G)[self.rows, self.cols]
+        return sum_m, sum_rho, sum_u, (float((f_m < 1).sum()), float((f_s < 1).sum()))
+
+
+def _clip_factors(squared_norms, bound):
+    """``min(1, bound / norm)`` of each row."""
+    return torch.clamp(bound / torch.sqrt(torch.clamp(squared_norms, min=1e-300)), max=1.0)
