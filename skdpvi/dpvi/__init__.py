@@ -30,12 +30,14 @@ One concept per module, in the order of the data flow:
 ``result``      what a run releases
 ``loop``        one run, and the step loop shared with ``batched``
 ``batched``     many runs in lockstep
-``full_rank``   one run on a full-rank Gaussian (logistic regression)
+``full_rank``   runs on a full-rank Gaussian (logistic regression), one or in
+                lockstep (its step in ``full_rank_step``, its loop in
+                ``full_rank_loop``)
 ``threads``     torch's thread count while a run goes (one, by default)
 """
 
 from .batched import run_dpvi_batched
-from .full_rank import FullRankRelease, run_dpvi_full_rank
+from .full_rank import FullRankRelease, run_dpvi_full_rank, run_dpvi_full_rank_batched
 from .gradients import per_example_gradients
 from .loop import run_dpvi
 from .mechanism import clip_and_sum, glm_clip_and_sum, group_clip_norms, privatize, release
@@ -48,6 +50,7 @@ __all__ = [
     "run_dpvi",
     "run_dpvi_batched",
     "run_dpvi_full_rank",
+    "run_dpvi_full_rank_batched",
     "FullRankRelease",
     "heuristic_learning_rate",
     "DPVIResult",

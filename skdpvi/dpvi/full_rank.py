@@ -23,7 +23,10 @@ the batch with n x n matrices.
 
 The step's preconditioning of the rho and U blocks and its clipping of the means' and
 the scales' blocks apart are explained (and their measurements given) in
-:mod:`skdpvi.dpvi.full_rank_step`.
+:mod:`skdpvi.dpvi.full_rank_step`; the loop over the steps is in
+:mod:`skdpvi.dpvi.full_rank_loop`. :func:`run_dpvi_full_rank_batched` runs several
+data sets in lockstep (simulation studies), each run exactly the single run of its
+seed.
 """
 
 import math
@@ -32,14 +35,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .full_rank_loop import _LockstepRuns, full_rank_size
 from .full_rank_step import (DEFAULT_MEAN_CLIP_SHARE, DEFAULT_SCALE_NOISE, _FullRankStep,
                              full_rank_scale_preconditioner)
-from .sampling import _block_steps, _centred_normal, _generator, _poisson_block
+from .sampling import _generator
 from .statistics import TraceStatistics
 from .threads import _limit_threads, _resolve_threads
 from .validation import _check_settings
 
-__all__ = ["FullRankRelease", "run_dpvi_full_rank"]
+__all__ = ["FullRankRelease", "run_dpvi_full_rank", "run_dpvi_full_rank_batched"]
 
 @dataclass
 class FullRankRelease:
@@ -112,25 +116,6 @@ class FullRankRelease:
         return self.noise_multiplier * self.clip_norm / self.preconditioner
 
 
-def full_rank_size(n_params):
-    """Length of phi = (m, rho, U) for ``n_params`` parameters."""
-    n = int(n_params)
-    return 2 * n + n * (n - 1) // 2
-
-
-def _mean_statistics(half_sums, shift, sum_mm, mean, count, first_half):
-    """The means' :class:`TraceStatistics` (halves and cross sums) from the run's sums."""
-    def stats(sums, n, **extra):
-        return TraceStatistics(count=int(n), shift=shift, sum_x=sums[0], sum_xx=sums[1],
-                               sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4], **extra)
-
-    # sum (m - shift)(m - shift)^T from sum m m^T and the window's mean of m
-    total_x = count * (mean - shift)
-    sum_xxt = sum_mm - count * np.outer(mean, shift) - np.outer(shift, total_x)
-    halves = (stats(half_sums[0], first_half), stats(half_sums[1], count - first_half))
-    return stats(half_sums.sum(0), count, halves=halves, sum_xxt=sum_xxt)
-
-
 def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampling_rate,
                        n_steps, burn_in, learning_rate, preconditioner,
                        scale_noise=DEFAULT_SCALE_NOISE, scale_cap=False,
@@ -182,101 +167,116 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
     -------
     FullRankRelease
     """
-    _check_settings(noise_multiplier=noise_multiplier, clip_norm=clip_norm,
-                    sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
-                    n_mc_samples=n_mc_samples)
-    X = torch.as_tensor(np.asarray(X, dtype=np.float64))
-    y = torch.as_tensor(np.asarray(y, dtype=np.float64))
-    N, n = X.shape
-    d = full_rank_size(n)
-    if not 0 < scale_noise <= 1:
-        raise ValueError(f"scale_noise must be in (0, 1], got {scale_noise!r}.")
     seed = int(np.random.SeedSequence(random_state).generate_state(1)[0]) \
         if random_state is None else int(random_state)
-    generator = _generator(seed, "cpu")
-    step_scales = float(learning_rate) * float(preconditioner)
+    out = run_dpvi_full_rank_batched(
+        [(X, y)], random_states=[seed], prior_scale=prior_scale,
+        noise_multiplier=noise_multiplier, clip_norm=clip_norm, sampling_rate=sampling_rate,
+        n_steps=n_steps, burn_in=burn_in, learning_rate=learning_rate,
+        preconditioner=preconditioner, scale_noise=scale_noise, scale_cap=scale_cap,
+        mean_clip_share=mean_clip_share, n_mc_samples=n_mc_samples, init_scale=init_scale,
+        verbose=verbose, n_threads=n_threads, return_clipped=return_clipped)
+    return (out[0][0], out[1][0]) if return_clipped else out[0]
+
+
+def run_dpvi_full_rank_batched(datasets, *, random_states, prior_scale, noise_multiplier,
+                               clip_norm, sampling_rate, n_steps, burn_in, learning_rate,
+                               preconditioner, scale_noise=DEFAULT_SCALE_NOISE,
+                               scale_cap=False, mean_clip_share=DEFAULT_MEAN_CLIP_SHARE,
+                               n_mc_samples=10, init_scale=0.01, verbose=0, n_threads=1,
+                               return_clipped=False):
+    """:func:`run_dpvi_full_rank` on several data sets at once, in lockstep.
+
+    For simulation studies: on small problems a step is bound by the fixed cost of
+    each tensor operation, so R runs side by side, every operation vectorised over
+    the runs, cost little more than one. Run r draws its subsamples, Monte Carlo
+    draws and noise from its own generator, seeded with ``random_states[r]``, in the
+    order of :func:`run_dpvi_full_rank`, so its release equals that single run's up
+    to floating-point rounding (tested), and so does its privacy guarantee (for its
+    own data set). The batches of the runs are padded to the largest; padding rows
+    carry weight 0.
+
+    Parameters
+    ----------
+    datasets : sequence of (X, y)
+        R data sets as :func:`run_dpvi_full_rank`'s ``X`` and ``y``, all of the same
+        shape.
+    random_states : sequence of int
+        One seed per data set.
+    clip_norm, learning_rate, preconditioner : float or sequence of float
+        One value for every run, or one per run (each run's own mechanism: a private
+        clipping norm differs between data sets, and the step and preconditioner
+        follow it).
+    prior_scale, noise_multiplier, sampling_rate, n_steps, burn_in, scale_noise, \
+scale_cap, mean_clip_share, n_mc_samples, init_scale, verbose, n_threads, return_clipped
+        As in :func:`run_dpvi_full_rank`, shared by all runs.
+
+    Returns
+    -------
+    list of FullRankRelease
+        One per data set, in order (with ``return_clipped``: and the list of the
+        runs' clipped fractions).
+    """
+    datasets = list(datasets)
+    seeds = [int(s) for s in random_states]
+    if not datasets:
+        raise ValueError("datasets must contain at least one data set.")
+    if len(seeds) != len(datasets):
+        raise ValueError(f"random_states must give one seed per data set: {len(seeds)} "
+                         f"seeds for {len(datasets)} data sets.")
+    R = len(datasets)
+    clip, lam, beta_mf = (_per_run(name, value, R) for name, value in (
+        ("clip_norm", clip_norm), ("learning_rate", learning_rate),
+        ("preconditioner", preconditioner)))
+    for c in clip:
+        _check_settings(noise_multiplier=noise_multiplier, clip_norm=c,
+                        sampling_rate=sampling_rate, n_steps=n_steps, burn_in=burn_in,
+                        n_mc_samples=n_mc_samples)
+    if not 0 < scale_noise <= 1:
+        raise ValueError(f"scale_noise must be in (0, 1], got {scale_noise!r}.")
     if mean_clip_share is not None and not 0 < mean_clip_share < 1:
         raise ValueError(f"mean_clip_share must be in (0, 1) or None, got {mean_clip_share!r}.")
-    scale_bound = float(clip_norm) if mean_clip_share is None \
-        else float(clip_norm) * math.sqrt(1.0 - float(mean_clip_share) ** 2)
-    beta_scales = full_rank_scale_preconditioner(preconditioner, scale_bound, N, n,
-                                                 scale_noise, scale_cap)
-    lr = np.r_[np.full(n, float(learning_rate)), np.full(d - n, step_scales)]
-    beta = np.r_[np.ones(n), np.full(d - n, beta_scales)]
-    noise_std = float(noise_multiplier) * float(clip_norm)
-    step = _FullRankStep(n, N, prior_scale, beta_scales, beta_scales, float(clip_norm),
-                         mean_clip_share)
-    m = torch.zeros(n, dtype=torch.float64)
-    rho = torch.full((n,), math.log(math.expm1(init_scale)), dtype=torch.float64)
-    U = torch.zeros(d - 2 * n, dtype=torch.float64)
-    sum_phi = torch.zeros(d, dtype=torch.float64)
-    sum_mm = torch.zeros(n, n, dtype=torch.float64)
-    # the means' (x, x^2, g, g^2, g x) per half of the window, x = m - m at burn-in
-    half_sums = torch.zeros(2, 5, n, dtype=torch.float64)
-    mid = burn_in + (n_steps - burn_in) // 2
-    shift = None
-    sum_sL = torch.zeros(n, n * n, dtype=torch.float64)
-    sum_diag = torch.zeros(n, n, dtype=torch.float64)
-    sum_entropy = torch.zeros(n, dtype=torch.float64)
-    clipped = np.zeros(2)
-    seen = 0.0
-    bar = None
-    if verbose:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=n_steps, desc="DP-SGD (full rank)", unit="step", mininterval=0.5)
-    block = _block_steps(N, sampling_rate, n_steps)
+    Xs = [np.asarray(X, dtype=np.float64) for X, _ in datasets]
+    ys = [np.asarray(y, dtype=np.float64) for _, y in datasets]
+    shapes = {X.shape for X in Xs}
+    if len(shapes) != 1 or any(y.shape != (X.shape[0],) for X, y in zip(Xs, ys)):
+        raise ValueError(f"All data sets must have the same shape (X (N, n), y (N,)); got "
+                         f"{sorted(shapes)}.")
+    N, n = Xs[0].shape
+    share = None if mean_clip_share is None else float(mean_clip_share)
+    scale_bound = clip if share is None else clip * math.sqrt(1.0 - share**2)
+    beta_s = np.array([full_rank_scale_preconditioner(b, c, N, n, scale_noise, scale_cap)
+                       for b, c in zip(beta_mf, scale_bound)])
+    run = _LockstepRuns(
+        torch.as_tensor(np.concatenate(Xs)), torch.as_tensor(np.concatenate(ys)), R, N, n,
+        _FullRankStep(n, N, prior_scale, torch.as_tensor(beta_s), torch.as_tensor(beta_s),
+                      torch.as_tensor(clip), share),
+        noise_std=float(noise_multiplier) * torch.as_tensor(clip),
+        lr_means=torch.as_tensor(lam), lr_scales=torch.as_tensor(lam * beta_mf),
+        beta_scales=torch.as_tensor(beta_s), init_scale=init_scale)
     with _limit_threads(_resolve_threads(n_threads)):
-        for start in range(0, n_steps, block):
-            size = min(block, n_steps - start)
-            eps_block = _centred_normal((size, n_mc_samples, n), generator, "cpu")
-            index, counts = _poisson_block(N, sampling_rate, size, generator, "cpu")
-            noise_block = torch.randn((size, d), generator=generator, dtype=torch.float64)
-            counts = counts.tolist()
-            for k in range(size):
-                rows = index[k, :counts[k]].long()
-                factors = step.factors(rho, U)
-                sum_m, sum_rho, sum_u, n_clipped = step(m, rho, factors, eps_block[k],
-                                                        X[rows], y[rows])
-                clipped += n_clipped
-                seen += counts[k]
-                noise = noise_std * noise_block[k]
-                g_m = sum_m + noise[:n]
-                g_rho = sum_rho + noise[n:2 * n] / beta_scales
-                g_u = sum_u + noise[2 * n:] / beta_scales
-                if start + k >= burn_in:
-                    sum_phi[:n] += m
-                    sum_phi[n:2 * n] += rho
-                    sum_phi[2 * n:] += U
-                    sum_mm.addr_(m, m)
-                    if shift is None:
-                        shift = m.clone()
-                    x = m - shift
-                    half_sums[int(start + k >= mid)] += torch.stack(
-                        [x, x * x, g_m, g_m * g_m, g_m * x])
-                    s, A, L, dsig = factors
-                    sum_sL.addr_(s, L.reshape(-1))
-                    sum_diag.add_((L @ A.T) * dsig)
-                    sum_entropy.add_(dsig / s)
-                m = m - learning_rate * g_m
-                rho = rho - step_scales * g_rho
-                U = U - step_scales * g_u
-            if bar is not None:
-                bar.update(size)
-    if bar is not None:
-        bar.close()
-    count = n_steps - burn_in
-    release = FullRankRelease(
-        phi=torch.cat([m, rho, U]).numpy(), mean_phi=(sum_phi / count).numpy(),
-        mean_gradient=(half_sums[:, 2].sum(0) / count).numpy(), mean_outer=(sum_mm / count).numpy(),
-        scale_moments=(sum_sL / count).reshape(n, n, n).numpy(),
-        diagonal_moments=(sum_diag / count).numpy(), entropy=(sum_entropy / count).numpy(),
-        n_params=n, count=count,
-        noise_multiplier=float(noise_multiplier), clip_norm=float(clip_norm),
-        sampling_rate=float(sampling_rate), learning_rate=lr, preconditioner=beta,
-        n_steps=int(n_steps), burn_in=int(burn_in),
-        mean_stats=_mean_statistics(half_sums.numpy(), shift.numpy(), sum_mm.numpy(),
-                                    (sum_phi[:n] / count).numpy(), count, mid - burn_in))
+        sums, clipped = run.descend([_generator(s, "cpu") for s in seeds], sampling_rate,
+                                    n_steps, burn_in, n_mc_samples, verbose)
+    d = full_rank_size(n)
+    releases = []
+    for r in range(R):
+        lr = np.r_[np.full(n, lam[r]), np.full(d - n, lam[r] * beta_mf[r])]
+        beta = np.r_[np.ones(n), np.full(d - n, beta_s[r])]
+        releases.append(FullRankRelease(
+            **sums.averages(r), n_params=n, learning_rate=lr, preconditioner=beta,
+            n_steps=int(n_steps), burn_in=int(burn_in),
+            noise_multiplier=float(noise_multiplier), clip_norm=float(clip[r]),
+            sampling_rate=float(sampling_rate)))
     if return_clipped:
-        fractions = clipped / max(seen, 1.0)
-        return release, {"means": float(fractions[0]), "scales": float(fractions[1])}
-    return release
+        return releases, clipped
+    return releases
+
+
+def _per_run(name, value, n_runs):
+    """``value`` as one float per run (a float repeated, or a sequence of n_runs)."""
+    values = np.broadcast_to(np.asarray(value, dtype=np.float64), (n_runs,)) \
+        if np.ndim(value) == 0 else np.asarray(value, dtype=np.float64)
+    if values.shape != (n_runs,):
+        raise ValueError(f"{name} must be a number or one number per data set ({n_runs}), "
+                         f"got {value!r}.")
+    return values.copy()

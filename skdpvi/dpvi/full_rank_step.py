@@ -73,13 +73,19 @@ class _FullRankStep:
     With ``mean_clip_share`` None a row is clipped as a whole to norm C; with a share
     ``a`` its means' block is clipped to ``a C`` and its (rho, U) block to
     ``sqrt(1 - a^2) C`` separately (each row's norm is still at most C).
+
+    Every tensor may carry lead axes (the runs of the lockstep engine,
+    :func:`~skdpvi.dpvi.run_dpvi_full_rank_batched`): ``m``, ``rho`` (..., n), ``U``
+    (..., n (n - 1) / 2), ``eps`` (..., S, n), ``X`` (..., B, n), ``y`` (..., B);
+    ``beta_rho``, ``beta_u`` and ``clip_norm`` are then floats or tensors of the
+    lead shape (one value per run).
     """
 
     def __init__(self, n, n_examples, prior_scale, beta_rho, beta_u, clip_norm,
                  mean_clip_share=None):
         self.n, self.N = n, n_examples
         self.prior_var = float(prior_scale) ** 2
-        self.beta_rho, self.beta_u, self.C = beta_rho, beta_u, clip_norm
+        self.beta_rho, self.beta_u, self.C = (_per_row(v) for v in (beta_rho, beta_u, clip_norm))
         self.mean_clip_share = mean_clip_share
         self.rows, self.cols = (torch.as_tensor(i) for i in np.tril_indices(n, -1))
         self.strict = torch.tril(torch.ones(n, n, dtype=torch.float64), -1)
@@ -89,9 +95,9 @@ class _FullRankStep:
         """``s = softplus(rho)``, ``A = I + U``, ``L = diag(s) A`` and ``sigmoid(rho)``
         (ds / drho), once per step for the clipped sum and the window's moments."""
         s = F.softplus(rho)
-        A = self.eye.clone()
-        A[self.rows, self.cols] = U
-        return s, A, s[:, None] * A, torch.sigmoid(rho)
+        A = self.eye.expand(*rho.shape[:-1], self.n, self.n).clone()
+        A[..., self.rows, self.cols] = U
+        return s, A, s[..., :, None] * A, torch.sigmoid(rho)
 
     def pieces(self, m, rho, factors, eps, X, y):
         """The per-example pieces of one step, before preconditioning and clipping.
@@ -102,27 +108,32 @@ class _FullRankStep:
         """
         N = self.N
         s, A, L, dsig = factors
-        theta = m + eps @ L.T                                  # (S, n)
-        S = eps.shape[0]
-        w = torch.sigmoid(X @ theta.T) - y[:, None]            # (B, S): d(-log lik)/dz
-        w_bar = w.mean(1)
+        theta = m[..., None, :] + eps @ L.mT                   # (..., S, n)
+        S = eps.shape[-2]
+        w = torch.sigmoid(X @ theta.mT) - y[..., None]         # (..., B, S): d(-log lik)/dz
+        w_bar = w.mean(-1)
         prior_grad = theta / self.prior_var                    # d(-log prior)/dtheta
-        r_m = prior_grad.mean(0) / N
-        V = w @ eps / S                                        # (B, n)
-        R = prior_grad.T @ eps / (S * N)                       # (n, n)
-        rho_rows = dsig * (X * (V @ A.T) + ((R * A).sum(1) - 1.0 / (N * s)))
+        r_m = prior_grad.mean(-2) / N
+        V = w @ eps / S                                        # (..., B, n)
+        R = prior_grad.mT @ eps / (S * N)                      # (..., n, n)
+        rho_rows = dsig[..., None, :] * (
+            X * (V @ A.mT) + ((R * A).sum(-1) - 1.0 / (N * s))[..., None, :])
         R_low = R * self.strict
         s2 = s * s
+        s2_rows = s2[..., None, :]
         # |U row|^2 = sum_{j>k} s_j^2 (x_j v_k + R_jk)^2, without the (B, n^2) block
-        sq_u = ((V * V) * ((X * X * s2) @ self.strict)).sum(1) \
-            + 2.0 * ((X * s2) * (V @ R_low.T)).sum(1) + (s2[:, None] * R_low * R_low).sum()
-        sq_m = (X * X).sum(1) * w_bar**2 + 2.0 * w_bar * (X @ r_m) + r_m @ r_m
-        return w_bar, r_m, V, R, rho_rows, sq_m, (rho_rows * rho_rows).sum(1), sq_u
+        sq_u = ((V * V) * ((X * X * s2_rows) @ self.strict)).sum(-1) \
+            + 2.0 * ((X * s2_rows) * (V @ R_low.mT)).sum(-1) \
+            + (s2[..., :, None] * R_low * R_low).sum((-2, -1))[..., None]
+        sq_m = (X * X).sum(-1) * w_bar**2 + 2.0 * w_bar * (X @ r_m[..., None]).squeeze(-1) \
+            + (r_m * r_m).sum(-1)[..., None]
+        return w_bar, r_m, V, R, rho_rows, sq_m, (rho_rows * rho_rows).sum(-1), sq_u
 
-    def __call__(self, m, rho, factors, eps, X, y):
+    def __call__(self, m, rho, factors, eps, X, y, weights=None):
         """(sum of the clipped rows of m, of rho, of U) and the numbers of rows clipped
         in the means' and in the scales' block; ``factors`` are :meth:`factors` of
-        (rho, U)."""
+        (rho, U). ``weights`` (..., B) multiply the clipped rows (0: a padding row of
+        the lockstep engine, neither summed nor counted)."""
         C = self.C
         s = factors[0]
         w_bar, r_m, V, R, rho_rows, sq_m, sq_rho, sq_u = self.pieces(m, rho, factors, eps, X, y)
@@ -133,11 +144,25 @@ class _FullRankStep:
             a = float(self.mean_clip_share)
             f_m = _clip_factors(sq_m, a * C)
             f_s = _clip_factors(sq_s, math.sqrt(1.0 - a * a) * C)
-        sum_m = X.T @ (f_m * w_bar) + f_m.sum() * r_m
-        sum_rho = f_s @ rho_rows
-        G = X.T @ (f_s[:, None] * V) + f_s.sum() * R
-        sum_u = (s[:, None] * G)[self.rows, self.cols]
-        return sum_m, sum_rho, sum_u, (float((f_m < 1).sum()), float((f_s < 1).sum()))
+        clipped = (f_m < 1, f_s < 1)
+        if weights is not None:
+            f_m, f_s = f_m * weights, f_s * weights
+            clipped = tuple(c & (weights > 0) for c in clipped)
+        counts = tuple(c.sum(-1).to(torch.float64) for c in clipped)
+        sum_m = (X.mT @ (f_m * w_bar)[..., None]).squeeze(-1) + f_m.sum(-1)[..., None] * r_m
+        sum_rho = (f_s[..., None, :] @ rho_rows).squeeze(-2)
+        G = X.mT @ (f_s[..., None] * V) + f_s.sum(-1)[..., None, None] * R
+        sum_u = (s[..., :, None] * G)[..., self.rows, self.cols]
+        if m.dim() == 1:
+            counts = tuple(float(c) for c in counts)
+        return sum_m, sum_rho, sum_u, counts
+
+
+def _per_row(value):
+    """A float, or a tensor of one value per run with an axis for the batch's rows."""
+    if isinstance(value, torch.Tensor) and value.dim() > 0:
+        return value.to(torch.float64)[..., None]
+    return float(value)
 
 
 def _clip_factors(squared_norms, bound):

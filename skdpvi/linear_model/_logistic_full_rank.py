@@ -8,8 +8,9 @@ posterior's curvature off the release's scale moments
 The wander's outward (Jensen) bias is removed as ``wander_correction="probit"``
 does for the mean-field fit, read through the full-rank curvature ("auto": with an
 intercept). The mean-field options that remodel the wander's curvature
-(``error_model``, ``decorrelation``) and the other backends do not apply. Runs one
-fit at a time (no lockstep path): a simulation study fits each data set on its own.
+(``error_model``, ``decorrelation``) and the other backends do not apply. A
+simulation study's fits run in lockstep (:meth:`_FullRankMixin._fit_batch`,
+:func:`~skdpvi.dpvi.run_dpvi_full_rank_batched`), each as its own fit would.
 ``variational_family="auto"`` (the default) fits it on small problems
 (:func:`_FullRankMixin._family_for`): measured on nine designs (results page,
 "Clipping the full-rank blocks apart, and the full rank as the default"), its
@@ -24,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 
-from ..dpvi.full_rank import run_dpvi_full_rank
+from ..dpvi.full_rank import run_dpvi_full_rank, run_dpvi_full_rank_batched
 from ..noise_aware.full_rank import full_rank_posterior
 from ..posterior import NoiseAwarePosterior
 from ..noise_aware.sampling import _check_settled
@@ -94,18 +95,31 @@ class _FullRankMixin:
         """``fit`` with ``variational_family="full_rank"`` on validated inputs."""
         seeds = self._fit_seeds()
         settings = self._engine_settings(X.shape[0], X.shape[1], X, seeds.engine)
-        engine = settings.engine
-        model = engine["model"]
+        release = run_dpvi_full_rank(self._full_rank_rows(X), y01, random_state=seeds.engine,
+                                     verbose=self.verbose, **self._full_rank_engine(settings))
+        self._finish_full_rank(X, release, settings, seeds)
+
+    def _full_rank_rows(self, X):
+        """The full-rank engine's design: dense float64, the intercept's ones last."""
         rows = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
         if self.fit_intercept:
             rows = np.column_stack([rows, np.ones(rows.shape[0])])
-        release = run_dpvi_full_rank(
-            rows, y01, prior_scale=float(self.prior_scale),
-            noise_multiplier=engine["noise_multiplier"], clip_norm=engine["clip_norm"],
-            sampling_rate=engine["sampling_rate"], n_steps=engine["n_steps"],
-            burn_in=engine["burn_in"], learning_rate=engine["learning_rate"],
-            preconditioner=engine["preconditioner"], n_mc_samples=engine["n_mc_samples"],
-            random_state=seeds.engine, verbose=self.verbose)
+        return rows
+
+    def _full_rank_engine(self, settings):
+        """The keyword arguments of :func:`~skdpvi.dpvi.run_dpvi_full_rank` for a fit's
+        engine settings (the mean-field fit's mechanism)."""
+        engine = settings.engine
+        return dict(prior_scale=float(self.prior_scale),
+                    noise_multiplier=engine["noise_multiplier"], clip_norm=engine["clip_norm"],
+                    sampling_rate=engine["sampling_rate"], n_steps=engine["n_steps"],
+                    burn_in=engine["burn_in"], learning_rate=engine["learning_rate"],
+                    preconditioner=engine["preconditioner"],
+                    n_mc_samples=engine["n_mc_samples"])
+
+    def _finish_full_rank(self, X, release, settings, seeds):
+        """The posterior, the fitted attributes and the checks of a full-rank release."""
+        model = settings.engine["model"]
         start = time.perf_counter()
         directions = self._onehot_flat_directions()
         # "auto": the correction where an intercept measures it ("probit" checked it)
@@ -135,19 +149,61 @@ class _FullRankMixin:
             _progress(verbose, 2, line)
         self._set_fit_attributes(release, settings, seeds, diagnostics)
         self._set_point_estimates(model)
-        check_logistic_fit(self, X.shape[0], engine)
+        check_logistic_fit(self, X.shape[0], settings.engine)
         check_full_rank_scales(self, H, float(self.prior_scale))
 
     def _fit_batch(self, datasets, random_states, verbose=0):
-        families = {self._family_for(X) for X, _ in datasets}
-        if families == {"mean_field"}:
-            fitted = super()._fit_batch(datasets, random_states, verbose)
-            for est in fitted:
+        """:meth:`_BaseDPBayesianRegression._fit_batch` for both families: the data sets
+        "auto" fits with the mean field go through the mean-field lockstep engine, the
+        others through :func:`~skdpvi.dpvi.run_dpvi_full_rank_batched` (runs of the
+        same shape in lockstep, each as its own fit would run)."""
+        if len(datasets) != len(random_states):
+            raise ValueError("datasets and random_states must have the same length.")
+        families = [self._family_for(X) for X, _ in datasets]
+        fitted = [None] * len(datasets)
+        mean_field = [k for k, family in enumerate(families) if family == "mean_field"]
+        if mean_field:
+            done = super()._fit_batch([datasets[k] for k in mean_field],
+                                      [random_states[k] for k in mean_field], verbose)
+            for k, est in zip(mean_field, done):
                 est.variational_family_ = "mean_field"
-            return fitted
-        return [clone(self).set_params(random_state=int(s)).fit(X, y)
-                for (X, y), s in zip(datasets, random_states)]
+                fitted[k] = est
+        full_rank = [k for k, family in enumerate(families) if family == "full_rank"]
+        inputs = []
+        for k in full_rank:
+            est = fitted[k] = clone(self).set_params(random_state=int(random_states[k]))
+            inputs.append(est._fit_inputs(*datasets[k]))
+            est._forget_decorrelation()
+            est.variational_family_ = "full_rank"
+        _fit_full_rank_together([fitted[k] for k in full_rank], inputs, verbose)
+        return fitted
 
     def _batch_fit_supported(self):
-        # "auto" decides per data set in _fit_batch (full rank: one by one)
-        return self.variational_family != "full_rank" and super()._batch_fit_supported()
+        cls = type(self)
+        return super()._batch_fit_supported() and all(
+            getattr(cls, name).__module__.startswith("skdpvi.linear_model")
+            for name in ("_fit_batch", "_fit_full_rank", "_full_rank_rows",
+                         "_full_rank_engine", "_finish_full_rank"))
+
+
+def _fit_full_rank_together(fitted, inputs, verbose=0):
+    """Full-rank fits of validated inputs (``inputs[k]`` is ``fitted[k]``'s ``(X,
+    y01)``), their DP-SGD runs in lockstep where the shape and the shared mechanism
+    agree (each run keeps its own clipping norm, step and preconditioner)."""
+    seeds = [est._fit_seeds() for est in fitted]
+    settings = [est._engine_settings(X.shape[0], X.shape[1], X, s.engine)
+                for est, (X, _), s in zip(fitted, inputs, seeds)]
+    groups = {}
+    for k, (X, _) in enumerate(inputs):
+        engine = settings[k].engine
+        key = (X.shape, engine["noise_multiplier"], engine["n_steps"], engine["burn_in"])
+        groups.setdefault(key, []).append(k)
+    for members in groups.values():
+        engines = [fitted[k]._full_rank_engine(settings[k]) for k in members]
+        shared = {**engines[0], **{name: [e[name] for e in engines]
+                                   for name in ("clip_norm", "learning_rate", "preconditioner")}}
+        releases = run_dpvi_full_rank_batched(
+            [(fitted[k]._full_rank_rows(inputs[k][0]), inputs[k][1]) for k in members],
+            random_states=[seeds[k].engine for k in members], verbose=verbose, **shared)
+        for k, release in zip(members, releases):
+            fitted[k]._finish_full_rank(inputs[k][0], release, settings[k], seeds[k])

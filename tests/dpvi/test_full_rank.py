@@ -6,7 +6,8 @@ import pytest
 import torch
 from scipy.optimize import minimize
 
-from skdpvi.dpvi.full_rank import FullRankRelease, full_rank_size, run_dpvi_full_rank
+from skdpvi.dpvi.full_rank import (FullRankRelease, full_rank_size, run_dpvi_full_rank,
+                                   run_dpvi_full_rank_batched)
 from skdpvi.dpvi.full_rank_step import (SCALE_CAP_DIVISOR, _FullRankStep,
                                         full_rank_scale_preconditioner)
 from skdpvi.noise_aware import full_rank_curvature, full_rank_posterior
@@ -200,3 +201,57 @@ def test_blocks_clipped_apart_spare_the_means_rows_that_a_whole_row_clip_shrinks
     _, apart = run_dpvi_full_rank(X, y, mean_clip_share=0.8, **settings)
     assert whole["means"] == whole["scales"] > 0.2
     assert apart["means"] < 0.01 < apart["scales"]
+
+
+def _lockstep_data(R=3, N=300, d=3):
+    data = []
+    for k in range(R):
+        rng = np.random.default_rng(k)
+        X = np.column_stack([rng.standard_normal((N, d)), np.ones(N)])
+        y = (rng.random(N) < 1 / (1 + np.exp(-X @ rng.standard_normal(d + 1)))).astype(float)
+        data.append((X, y))
+    return data
+
+
+_LOCKSTEP = dict(prior_scale=1.0, noise_multiplier=2.0, sampling_rate=0.1, n_steps=150,
+                 burn_in=30, preconditioner=20.0)
+
+
+def test_lockstep_runs_equal_their_single_runs():
+    # per-run clip norms and steps; the runs' batches differ in size every step, so
+    # the padding rows (weight 0) must change neither the sums nor the clip counts
+    data = _lockstep_data()
+    clips, lrs = [1.0, 3.0, 0.5], [2e-3, 1e-3, 3e-3]
+    releases, clipped = run_dpvi_full_rank_batched(
+        data, random_states=[7, 8, 9], clip_norm=clips, learning_rate=lrs,
+        return_clipped=True, **_LOCKSTEP)
+    for (X, y), seed, c, lr, got, got_clipped in zip(data, [7, 8, 9], clips, lrs, releases,
+                                                     clipped):
+        want, want_clipped = run_dpvi_full_rank(X, y, random_state=seed, clip_norm=c,
+                                                learning_rate=lr, return_clipped=True,
+                                                **_LOCKSTEP)
+        for name in ("phi", "mean_phi", "mean_gradient", "mean_outer", "scale_moments",
+                     "diagonal_moments", "entropy", "learning_rate", "preconditioner"):
+            np.testing.assert_allclose(getattr(got, name), getattr(want, name),
+                                       rtol=1e-9, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(got.mean_stats.sum_xxt, want.mean_stats.sum_xxt,
+                                   rtol=1e-9, atol=1e-12)
+        assert got.clip_norm == c
+        assert got_clipped == pytest.approx(want_clipped, abs=1e-12)
+    assert clipped[2]["means"] > 0  # the smallest clip norm clips: the counts were compared
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(random_states=[1]), "one seed per data set"),
+    (dict(clip_norm=[1.0, 2.0]), "clip_norm must be a number or one number per data set"),
+    (dict(clip_norm=[1.0, -2.0, 1.0]), "clip_norm must be > 0"),
+    (dict(datasets="short"), "same shape"),
+])
+def test_lockstep_runs_reject_bad_input(change, match):
+    data = _lockstep_data()
+    if change.pop("datasets", None):
+        data[1] = (data[1][0][:-1], data[1][1][:-1])
+    kw = dict(random_states=[1, 2, 3], clip_norm=1.0, learning_rate=1e-3, **_LOCKSTEP)
+    kw.update(change)
+    with pytest.raises(ValueError, match=match):
+        run_dpvi_full_rank_batched(data, **kw)

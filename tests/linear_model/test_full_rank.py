@@ -68,18 +68,18 @@ def test_onehot_blocks_take_the_prior_along_their_flat_direction():
     assert abs(np.std(draws @ flat) / 2.0 - 1) < 0.05
 
 
-def test_tarp_study_fits_one_by_one_as_fit_does():
+def test_tarp_study_in_lockstep_equals_the_study_fit_one_by_one():
     X, y = _data()
-    assert not _estimator()._batch_fit_supported()
+    assert _estimator()._batch_fit_supported()
 
     def simulator(rng):
-        return np.zeros(4), X, y
+        return np.zeros(4), X[rng.permutation(len(X))], y
 
     kw = dict(n_simulations=3, n_draws=20, random_state=0, n_jobs=1, alpha_grid=[0.5, 0.9])
     study = run_tarp_study(_estimator(), simulator, **kw)
     assert study.samples.shape == (3, 20, 4) and np.all(np.isfinite(study.samples))
-    np.testing.assert_array_equal(run_tarp_study(_estimator(), simulator, **kw).samples,
-                                  study.samples)
+    one_by_one = run_tarp_study(_estimator(), simulator, batch_size=1, **kw)
+    np.testing.assert_allclose(one_by_one.samples, study.samples, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("params, shape, family", [
@@ -114,19 +114,57 @@ def test_auto_fits_record_the_family_and_equal_the_explicit_one():
 
 
 def test_auto_batch_fits_equal_their_own_fits_whichever_family():
-    # "auto" keeps the lockstep path where every data set resolves to mean field, and
-    # fits one by one otherwise; either way each fit equals its own fit
+    # "auto" sends each data set to its family's lockstep engine (full-rank runs of
+    # one shape together, the rest through the mean-field one); either way each fit
+    # equals its own fit, posterior draws included
     X, y = _data()
-    wide = np.random.default_rng(2).standard_normal((600, 14))
+    rng = np.random.default_rng(2)
+    wide = rng.standard_normal((600, 14))
     y_wide = (wide[:, 0] > 0).astype(int)
+    X2 = rng.standard_normal(X.shape)
+    y2 = (X2[:, 0] + rng.standard_normal(len(X2)) > 0).astype(int)
     auto = DPBayesianLogisticRegression(max_iter=200, random_state=0)
     assert auto._batch_fit_supported()
-    for datasets in ([(wide, y_wide), (wide[::-1], y_wide[::-1])], [(X, y), (wide, y_wide)]):
-        batch = auto._fit_batch(datasets, [3, 4])
-        for est, (Xk, yk), seed in zip(batch, datasets, [3, 4]):
+    for datasets in ([(wide, y_wide), (wide[::-1], y_wide[::-1])],
+                     [(X, y), (wide, y_wide), (X2, y2), (X[::-1], y[::-1])]):
+        seeds = list(range(3, 3 + len(datasets)))
+        batch = auto._fit_batch(datasets, seeds)
+        for est, (Xk, yk), seed in zip(batch, datasets, seeds):
             own = clone(auto).set_params(random_state=seed).fit(Xk, yk)
             assert est.variational_family_ == own.variational_family_
+            assert est.dpvi_result_.clip_norm == own.dpvi_result_.clip_norm
             np.testing.assert_allclose(est.coef_, own.coef_, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(est.sample_posterior(20, random_state=1),
+                                       own.sample_posterior(20, random_state=1),
+                                       rtol=1e-5, atol=1e-6)
+
+
+def test_tarp_study_of_the_full_rank_default_runs_in_lockstep(monkeypatch):
+    # run_tarp_study hands a task's simulations to _fit_batch, which runs their
+    # full-rank DP-SGD together (one engine call for the four data sets)
+    from skdpvi.linear_model import _logistic_full_rank
+    from skdpvi.metrics import run_tarp_study
+
+    calls = []
+    engine = _logistic_full_rank.run_dpvi_full_rank_batched
+
+    def counted(datasets, **kw):
+        calls.append(len(datasets))
+        return engine(datasets, **kw)
+
+    monkeypatch.setattr(_logistic_full_rank, "run_dpvi_full_rank_batched", counted)
+
+    def simulate(rng):
+        theta = rng.standard_normal(3)
+        X = rng.standard_normal((400, 2))
+        p = 1 / (1 + np.exp(-(X @ theta[:2] + theta[2])))
+        return theta, X, (rng.random(400) < p).astype(int)
+
+    est = DPBayesianLogisticRegression(max_iter=200, n_posterior_samples=50)
+    res = run_tarp_study(est, simulate, n_simulations=4, n_draws=50, random_state=0,
+                         batch_size=4, alpha_grid=[0.5, 0.9])
+    assert calls == [4]
+    assert res.samples.shape == (4, 50, 3)
 
 
 def test_full_rank_fit_runs_the_split_window_check_and_the_scale_check():

@@ -1,0 +1,167 @@
+"""The step loop of full-rank DP-SGD runs, one or several in lockstep.
+
+:class:`_LockstepRuns` steps R runs together (one run is R = 1): each step draws
+from every run's own generator in :func:`~skdpvi.dpvi.run_dpvi_full_rank`'s order,
+gathers the runs' batches (padded to the largest, padding rows of weight 0), asks
+:class:`~skdpvi.dpvi.full_rank_step._FullRankStep` for the clipped sums, adds each
+run's noise and steps. :class:`_WindowSums` folds the released iterates and
+gradients after burn-in into the averages a
+:class:`~skdpvi.dpvi.FullRankRelease` carries.
+"""
+
+import math
+
+import numpy as np
+import torch
+
+from .sampling import _block_steps, _centred_normal, _poisson_block
+from .statistics import TraceStatistics
+
+__all__ = []
+
+
+def full_rank_size(n_params):
+    """Length of phi = (m, rho, U) for ``n_params`` parameters."""
+    n = int(n_params)
+    return 2 * n + n * (n - 1) // 2
+
+
+def _mean_statistics(half_sums, shift, sum_mm, mean, count, first_half):
+    """The means' :class:`TraceStatistics` (halves and cross sums) from the run's sums."""
+    def stats(sums, n, **extra):
+        return TraceStatistics(count=int(n), shift=shift, sum_x=sums[0], sum_xx=sums[1],
+                               sum_g=sums[2], sum_gg=sums[3], sum_gx=sums[4], **extra)
+
+    # sum (m - shift)(m - shift)^T from sum m m^T and the window's mean of m
+    total_x = count * (mean - shift)
+    sum_xxt = sum_mm - count * np.outer(mean, shift) - np.outer(shift, total_x)
+    halves = (stats(half_sums[0], first_half), stats(half_sums[1], count - first_half))
+    return stats(half_sums.sum(0), count, halves=halves, sum_xxt=sum_xxt)
+
+
+class _WindowSums:
+    """The window's running sums of R lockstep runs: what a
+    :class:`~skdpvi.dpvi.FullRankRelease` averages (every one of them a function of
+    released iterates and gradients)."""
+
+    def __init__(self, R, n, d, burn_in, n_steps):
+        zeros = lambda *shape: torch.zeros(R, *shape, dtype=torch.float64)  # noqa: E731
+        self.n, self.burn_in, self.n_steps = n, burn_in, n_steps
+        self.phi, self.mm = zeros(d), zeros(n, n)
+        # the means' (x, x^2, g, g^2, g x) per half of the window, x = m - m at burn-in
+        self.halves = zeros(2, 5, n)
+        self.mid = burn_in + (n_steps - burn_in) // 2
+        self.shift = None
+        self.sL, self.diag, self.entropy = zeros(n, n * n), zeros(n, n), zeros(n)
+        self.last = None
+
+    def add(self, t, m, rho, U, g_m, factors):
+        """Fold step t's iterate (m, rho, U), its released gradient in m and the
+        factors of (rho, U) into the sums."""
+        self.phi += torch.cat([m, rho, U], -1)
+        self.mm.baddbmm_(m[:, :, None], m[:, None, :])
+        if self.shift is None:
+            self.shift = m.clone()
+        x = m - self.shift
+        self.halves[:, int(t >= self.mid)] += torch.stack([x, x * x, g_m, g_m * g_m, g_m * x], 1)
+        s, A, L, dsig = factors
+        self.sL.baddbmm_(s[:, :, None], L.reshape(L.shape[0], 1, -1))
+        self.diag += (L @ A.mT) * dsig[:, None, :]
+        self.entropy += dsig / s
+
+    def averages(self, r):
+        """Run r's window averages: the data fields of its
+        :class:`~skdpvi.dpvi.FullRankRelease`."""
+        n, count = self.n, self.n_steps - self.burn_in
+        phi_mean = (self.phi[r] / count).numpy()
+        halves = self.halves[r].numpy()
+        return dict(
+            phi=self.last[r].numpy(), mean_phi=phi_mean,
+            mean_gradient=halves[:, 2].sum(0) / count, mean_outer=(self.mm[r] / count).numpy(),
+            scale_moments=(self.sL[r] / count).reshape(n, n, n).numpy(),
+            diagonal_moments=(self.diag[r] / count).numpy(),
+            entropy=(self.entropy[r] / count).numpy(), count=count,
+            mean_stats=_mean_statistics(halves, self.shift[r].numpy(), self.mm[r].numpy(),
+                                        phi_mean[:n], count, self.mid - self.burn_in))
+
+
+class _LockstepRuns:
+    """R full-rank runs stepping together: rows of run r at ``r N .. (r + 1) N - 1`` of
+    the stacked data; per-run mechanism values as tensors of shape (R,)."""
+
+    def __init__(self, X, y, R, N, n, step, *, noise_std, lr_means, lr_scales, beta_scales,
+                 init_scale):
+        self.X, self.y, self.R, self.N, self.n, self.step = X, y, R, N, n, step
+        self.noise_std = noise_std[:, None]
+        self.lr_means, self.lr_scales = lr_means[:, None], lr_scales[:, None]
+        self.beta_scales = beta_scales[:, None]
+        self.init_scale = init_scale
+
+    def draws(self, generators, size, n_mc_samples, sampling_rate):
+        """Every run's next ``size`` steps of random numbers, each from its own generator
+        in :func:`run_dpvi_full_rank`'s order: (eps, noise, rows, weights, widths)."""
+        d = full_rank_size(self.n)
+        eps, noise, index, counts = [], [], [], []
+        for gen in generators:
+            eps.append(_centred_normal((size, n_mc_samples, self.n), gen, "cpu"))
+            i, c = _poisson_block(self.N, sampling_rate, size, gen, "cpu")
+            index.append(i.long())
+            counts.append(c)
+            noise.append(torch.randn((size, d), generator=gen, dtype=torch.float64))
+        width = max(max(i.shape[1] for i in index), 1)
+        rows = torch.zeros((size, self.R, width), dtype=torch.int64)
+        for r, i in enumerate(index):
+            rows[:, r, :i.shape[1]] = i
+        rows += (torch.arange(self.R) * self.N)[None, :, None]
+        counts = torch.stack(counts, 1)  # (size, R)
+        weights = (torch.arange(width) < counts[..., None]).to(torch.float64)
+        return (torch.stack(eps, 1), torch.stack(noise, 1), rows, weights,
+                counts.amax(1).tolist(), counts.amin(1).tolist())
+
+    def descend(self, generators, sampling_rate, n_steps, burn_in, n_mc_samples, verbose):
+        """All the steps; returns the window's sums and each run's clipped fractions."""
+        R, n, step = self.R, self.n, self.step
+        d = full_rank_size(n)
+        m = torch.zeros(R, n, dtype=torch.float64)
+        rho = torch.full((R, n), math.log(math.expm1(self.init_scale)), dtype=torch.float64)
+        U = torch.zeros(R, d - 2 * n, dtype=torch.float64)
+        sums = _WindowSums(R, n, d, burn_in, n_steps)
+        clipped = torch.zeros(2, R, dtype=torch.float64)
+        seen = torch.zeros(R, dtype=torch.float64)
+        bar = None
+        if verbose:
+            from tqdm.auto import tqdm
+            bar = tqdm(total=n_steps, desc="DP-SGD (full rank)" + (f" x {R}" if R > 1 else ""),
+                       unit="step", mininterval=0.5)
+        block = _block_steps(self.N, sampling_rate, n_steps)
+        for start in range(0, n_steps, block):
+            size = min(block, n_steps - start)
+            eps, noise, rows, weights, widest, narrowest = self.draws(
+                generators, size, n_mc_samples, sampling_rate)
+            for k in range(size):
+                width = widest[k]
+                at = rows[k, :, :width].reshape(-1)
+                Xb = self.X.index_select(0, at).reshape(R, width, n)
+                yb = self.y.index_select(0, at).reshape(R, width)
+                # all of a step's rows real (one run): no weights
+                w = None if narrowest[k] == width else weights[k, :, :width]
+                factors = step.factors(rho, U)
+                sum_m, sum_rho, sum_u, n_clipped = step(m, rho, factors, eps[k], Xb, yb, w)
+                clipped += torch.stack(n_clipped)
+                seen += weights[k, :, :width].sum(-1) if w is not None else width
+                z = self.noise_std * noise[k]
+                g_m = sum_m + z[:, :n]
+                g_rho = sum_rho + z[:, n:2 * n] / self.beta_scales
+                g_u = sum_u + z[:, 2 * n:] / self.beta_scales
+                if start + k >= burn_in:
+                    sums.add(start + k, m, rho, U, g_m, factors)
+                m = m - self.lr_means * g_m
+                rho = rho - self.lr_scales * g_rho
+                U = U - self.lr_scales * g_u
+            if bar is not None:
+                bar.update(size)
+        if bar is not None:
+            bar.close()
+        sums.last = torch.cat([m, rho, U], -1)
+        fractions = (clipped / torch.clamp(seen, min=1.0)).T.tolist()
+        return sums, [{"means": f[0], "scales": f[1]} for f in fractions]
