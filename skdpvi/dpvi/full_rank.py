@@ -247,10 +247,12 @@ scale_cap, mean_clip_share, n_mc_samples, init_scale, verbose, n_threads, return
     scale_bound = clip if share is None else clip * math.sqrt(1.0 - share**2)
     beta_s = np.array([full_rank_scale_preconditioner(b, c, N, n, scale_noise, scale_cap)
                        for b, c in zip(beta_mf, scale_bound)])
+    step = _FullRankStep(n, N, prior_scale, torch.as_tensor(beta_s), torch.as_tensor(beta_s),
+                         torch.as_tensor(clip), share)
+    step.count_clipped = bool(return_clipped)
     run = _LockstepRuns(
         torch.as_tensor(np.concatenate(Xs)), torch.as_tensor(np.concatenate(ys)), R, N, n,
-        _FullRankStep(n, N, prior_scale, torch.as_tensor(beta_s), torch.as_tensor(beta_s),
-                      torch.as_tensor(clip), share),
+        step,
         noise_std=float(noise_multiplier) * torch.as_tensor(clip),
         lr_means=torch.as_tensor(lam), lr_scales=torch.as_tensor(lam * beta_mf),
         beta_scales=torch.as_tensor(beta_s), init_scale=init_scale)

@@ -147,8 +147,9 @@ class _LockstepRuns:
                 w = None if narrowest[k] == width else weights[k, :, :width]
                 factors = step.factors(rho, U)
                 sum_m, sum_rho, sum_u, n_clipped = step(m, rho, factors, eps[k], Xb, yb, w)
-                clipped += torch.stack(n_clipped)
-                seen += weights[k, :, :width].sum(-1) if w is not None else width
+                if n_clipped is not None:
+                    clipped += torch.stack(n_clipped)
+                    seen += weights[k, :, :width].sum(-1) if w is not None else width
                 z = self.noise_std * noise[k]
                 g_m = sum_m + z[:, :n]
                 g_rho = sum_rho + z[:, n:2 * n] / self.beta_scales

@@ -86,6 +86,9 @@ class _FullRankStep:
         self.n, self.N = n, n_examples
         self.prior_var = float(prior_scale) ** 2
         self.beta_rho, self.beta_u, self.C = (_per_row(v) for v in (beta_rho, beta_u, clip_norm))
+        self._beta_sq = (self.beta_rho**2, self.beta_u**2)
+        #: count the clipped rows (tests, benchmarks); the engine skips it otherwise
+        self.count_clipped = True
         self.mean_clip_share = mean_clip_share
         self.rows, self.cols = (torch.as_tensor(i) for i in np.tril_indices(n, -1))
         self.strict = torch.tril(torch.ones(n, n, dtype=torch.float64), -1)
@@ -106,7 +109,7 @@ class _FullRankStep:
         norms are those of each row's gradient in m, rho and U (the last two without
         their preconditioner), the rest what :meth:`__call__` sums them from.
         """
-        N = self.N
+        N, n = self.N, self.n
         s, A, L, dsig = factors
         theta = m[..., None, :] + eps @ L.mT                   # (..., S, n)
         S = eps.shape[-2]
@@ -114,47 +117,53 @@ class _FullRankStep:
         w_bar = w.mean(-1)
         prior_grad = theta / self.prior_var                    # d(-log prior)/dtheta
         r_m = prior_grad.mean(-2) / N
-        V = w @ eps / S                                        # (..., B, n)
+        V = w @ (eps / S)                                      # (..., B, n)
         R = prior_grad.mT @ eps / (S * N)                      # (..., n, n)
-        rho_rows = dsig[..., None, :] * (
-            X * (V @ A.mT) + ((R * A).sum(-1) - 1.0 / (N * s))[..., None, :])
         R_low = R * self.strict
+        VA, VR = (V @ torch.cat([A, R_low], -2).mT).split(n, -1)  # V A^T, V R_low^T
+        rho_rows = dsig[..., None, :] * (
+            X * VA + ((R * A).sum(-1) - 1.0 / (N * s))[..., None, :])
         s2 = s * s
-        s2_rows = s2[..., None, :]
+        XX = X * X
+        # sum_{j>k} x_j^2 s_j^2 of every row and k: suffix sums, no (n, n) product
+        tail = XX * s2[..., None, :]
+        tail = tail.sum(-1, keepdim=True) - tail.cumsum(-1)
         # |U row|^2 = sum_{j>k} s_j^2 (x_j v_k + R_jk)^2, without the (B, n^2) block
-        sq_u = ((V * V) * ((X * X * s2_rows) @ self.strict)).sum(-1) \
-            + 2.0 * ((X * s2_rows) * (V @ R_low.mT)).sum(-1) \
+        sq_u = ((V * V) * tail).sum(-1) + 2.0 * ((X * VR) @ s2[..., :, None]).squeeze(-1) \
             + (s2[..., :, None] * R_low * R_low).sum((-2, -1))[..., None]
-        sq_m = (X * X).sum(-1) * w_bar**2 + 2.0 * w_bar * (X @ r_m[..., None]).squeeze(-1) \
+        sq_m = XX.sum(-1) * w_bar**2 + 2.0 * w_bar * (X @ r_m[..., None]).squeeze(-1) \
             + (r_m * r_m).sum(-1)[..., None]
         return w_bar, r_m, V, R, rho_rows, sq_m, (rho_rows * rho_rows).sum(-1), sq_u
 
     def __call__(self, m, rho, factors, eps, X, y, weights=None):
         """(sum of the clipped rows of m, of rho, of U) and the numbers of rows clipped
-        in the means' and in the scales' block; ``factors`` are :meth:`factors` of
-        (rho, U). ``weights`` (..., B) multiply the clipped rows (0: a padding row of
+        in the means' and in the scales' block (None unless ``count_clipped``);
+        ``factors`` are :meth:`factors` of (rho, U). ``weights`` (..., B) multiply the clipped rows (0: a padding row of
         the lockstep engine, neither summed nor counted)."""
         C = self.C
         s = factors[0]
         w_bar, r_m, V, R, rho_rows, sq_m, sq_rho, sq_u = self.pieces(m, rho, factors, eps, X, y)
-        sq_s = self.beta_rho**2 * sq_rho + self.beta_u**2 * sq_u
+        sq_s = self._beta_sq[0] * sq_rho + self._beta_sq[1] * sq_u
         if self.mean_clip_share is None:
             f_m = f_s = _clip_factors(sq_m + sq_s, C)
         else:
             a = float(self.mean_clip_share)
             f_m = _clip_factors(sq_m, a * C)
             f_s = _clip_factors(sq_s, math.sqrt(1.0 - a * a) * C)
-        clipped = (f_m < 1, f_s < 1)
+        counts = None
+        if self.count_clipped:
+            clipped = (f_m < 1, f_s < 1)
+            if weights is not None:
+                clipped = tuple(c & (weights > 0) for c in clipped)
+            counts = tuple(c.sum(-1).to(torch.float64) for c in clipped)
+            if m.dim() == 1:
+                counts = tuple(float(c) for c in counts)
         if weights is not None:
             f_m, f_s = f_m * weights, f_s * weights
-            clipped = tuple(c & (weights > 0) for c in clipped)
-        counts = tuple(c.sum(-1).to(torch.float64) for c in clipped)
         sum_m = (X.mT @ (f_m * w_bar)[..., None]).squeeze(-1) + f_m.sum(-1)[..., None] * r_m
         sum_rho = (f_s[..., None, :] @ rho_rows).squeeze(-2)
         G = X.mT @ (f_s[..., None] * V) + f_s.sum(-1)[..., None, None] * R
         sum_u = (s[..., :, None] * G)[..., self.rows, self.cols]
-        if m.dim() == 1:
-            counts = tuple(float(c) for c in counts)
         return sum_m, sum_rho, sum_u, counts
 
 
