@@ -3,6 +3,10 @@
 The Table 2 cell: ``DPBayesianLinearRegression()`` with its defaults (epsilon 1,
 T = 10,000, the statistics posterior, ...), data from
 ``skdpvi.datasets.make_nig_linear_regression(5000)``, TARP in the unconstrained space.
+With ``--model logistic``: issue 14's design (``logistic_correlated.simulate``: six
+equicorrelated features and a one-hot block of four, 10,000 rows, 11 parameters)
+with ``DPBayesianLogisticRegression()``'s defaults, which fit the full-rank family
+there (lockstep: ``run_dpvi_full_rank_batched``).
 ``run_tarp_study`` runs K simulations in tasks of ``batch_size`` (default "auto",
 64): each task fits its simulations together (DP-SGD in lockstep,
 ``run_dpvi_batched``). The one-fit-per-job path (``batch_size=1``) is timed on a
@@ -18,6 +22,7 @@ as on a real cluster; its results are checked against a local run when
 ``--check`` is given.
 
 Run: python benchmarks/bench_study.py [--n-sim 500] [--slow-n-sim 16] [--n-jobs 2] [--dask]
+     python benchmarks/bench_study.py --model logistic --n-sim 128 --slow-n-sim 8
 """
 
 import argparse
@@ -27,7 +32,7 @@ import time
 import numpy as np
 
 from _common import machine, save
-from skdpvi import DPBayesianLinearRegression
+from skdpvi import DPBayesianLinearRegression, DPBayesianLogisticRegression
 from skdpvi.datasets import make_nig_linear_regression
 from skdpvi.metrics import run_tarp_study
 
@@ -60,11 +65,22 @@ def cpu_seconds():
     return total + ended.ru_utime + ended.ru_stime
 
 
-def study(n_sim, batch_size, n_jobs, steps, seed=0, alpha_grid=None):
+def logistic_simulator(rng):
+    """Issue 14's design (``logistic_correlated.simulate``), as (theta, X, y)."""
+    from logistic_correlated import simulate
+
+    X, y, theta = simulate(rng)
+    return theta, X, y
+
+
+def study(n_sim, batch_size, n_jobs, steps, seed=0, alpha_grid=None, model="linear"):
     """(result, wall seconds, CPU seconds of all processes) of one study."""
-    est = DPBayesianLinearRegression(max_iter=steps)
+    if model == "linear":
+        est, simulator = DPBayesianLinearRegression(max_iter=steps), Simulator()
+    else:
+        est, simulator = DPBayesianLogisticRegression(max_iter=steps), logistic_simulator
     cpu, start = cpu_seconds(), time.perf_counter()
-    result = run_tarp_study(est, Simulator(), n_simulations=n_sim, n_draws=1000,
+    result = run_tarp_study(est, simulator, n_simulations=n_sim, n_draws=1000,
                             unconstrained=True, n_jobs=n_jobs, random_state=seed,
                             batch_size=batch_size, alpha_grid=alpha_grid)
     return result, time.perf_counter() - start, cpu_seconds() - cpu
@@ -78,6 +94,7 @@ def main():
     parser.add_argument("--steps", type=int, default=10_000)
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--batch-size", default="auto")
+    parser.add_argument("--model", choices=["linear", "logistic"], default="linear")
     parser.add_argument("--dask", action="store_true", help="run on a LocalCluster")
     parser.add_argument("--check", action="store_true",
                         help="with --dask: also run locally and compare the results")
@@ -85,7 +102,7 @@ def main():
     batch = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
     payload = {"machine": machine(), "n_sim": args.n_sim, "steps": args.steps,
                "n_jobs": args.n_jobs, "batch_size": args.batch_size, "dask": args.dask,
-               "load_before": os.getloadavg()}
+               "model": args.model, "load_before": os.getloadavg()}
     print(f"load average before: {payload['load_before']}")
     if args.dask:
         import joblib
@@ -106,7 +123,8 @@ def main():
                   f"identical draws: {same}")
             payload.update(local_seconds=local_seconds, identical=bool(same))
     else:
-        fast, seconds, cpu = study(args.n_sim, batch, args.n_jobs, args.steps)
+        fast, seconds, cpu = study(args.n_sim, batch, args.n_jobs, args.steps,
+                                   model=args.model)
         print(f"batched study: K={args.n_sim} in {seconds:.1f} s ({seconds / 60:.2f} min), "
               f"{cpu:.0f} CPU-s (= {cpu / args.n_jobs / 60:.2f} min on {args.n_jobs} idle "
               f"cores); TARP RMSE {fast.rmse:.4f}")
@@ -115,7 +133,8 @@ def main():
             slow_k = max(args.slow_n_sim, 2 * args.n_jobs)
             # fewer simulations than the 21 credibility levels: a coarser TARP grid
             _, slow, slow_cpu = study(slow_k, 1, args.n_jobs, args.steps,
-                                      alpha_grid=np.linspace(0, 1, min(slow_k, 21)))
+                                      alpha_grid=np.linspace(0, 1, min(slow_k, 21)),
+                                      model=args.model)
             per_sim, per_cpu = slow / slow_k, slow_cpu / slow_k
             print(f"one fit per job: K={slow_k} in {slow:.1f} s, {slow_cpu:.0f} CPU-s: "
                   f"{per_sim:.2f} s and {per_cpu:.2f} CPU-s per simulation -> K={args.n_sim} "
@@ -129,7 +148,8 @@ def main():
                            speedup_cpu=per_cpu * args.n_sim / cpu)
     payload["load_after"] = os.getloadavg()
     print(f"load average after: {payload['load_after']}")
-    save("bench_study" + ("_dask" if args.dask else ""), payload)
+    save("bench_study" + ("_dask" if args.dask else "")
+         + ("_logistic" if args.model == "logistic" else ""), payload)
 
 
 if __name__ == "__main__":

@@ -196,7 +196,7 @@ default="auto"
         "full_rank": DP-SGD on ``N(m, L L^T)`` with a dense L, same mechanism and
         accounting (:func:`~skdpvi.dpvi.run_dpvi_full_rank`); needs
         ``inference="exact"``, ``error_model="auto"``, no ``decorrelation``;
-        densifies sparse input; no lockstep path in studies. "auto": full rank at
+        densifies sparse input; a study's fits run in lockstep. "auto": full rank at
         most 13 parameters (intercept included) with ``sampling_rate * n_samples *
         n_params^2 <= 5e5`` and those options at their defaults, else mean field
         (Adult). Joint ellipsoids 0.81-0.94 where mean field's cover 0.07-0.67 (user
