@@ -2,7 +2,8 @@
 
 Fits ``DPBayesianLogisticRegression(variational_family="full_rank")`` (every other
 parameter at its default, the cell's prior scale and declared one-hot blocks) on the
-simulations of ``release_cache.py``'s cells, with the same seeds, and scores the
+simulations of ``release_cache.py``'s cells, with the same seeds (in lockstep, 32
+at a time, through the estimator's ``_fit_batch``: each fit its own), and scores the
 posteriors exactly as ``release_cache.py evaluate`` scores the default on the cached
 releases (TARP with the authors' and the same prior references, 90 % coordinate
 coverage, z-score sds, 90 % ellipsoids, radial z), so the two sit side by side on the
@@ -68,26 +69,37 @@ def _draws(est, factor):
     return est.sample_posterior(1000, random_state=0)
 
 
-def one(cell, seed, params, engine=None, cache=None):
-    """The posterior draws of each of :data:`CORRECTIONS` from one fit (or its cached
-    estimator), the truth and the fit's seconds."""
+def chunk(cell, seeds, params, engine=None, cache=None):
+    """For each seed: the posterior draws of each of :data:`CORRECTIONS` from one fit (or
+    its cached estimator), the truth and the fit's seconds. The seeds' fits run through
+    the estimator's ``_fit_batch`` (their DP-SGD in lockstep, each its own fit's)."""
     warnings.simplefilter("ignore")
     _engine_overrides(engine)
-    theta, X, y = simulate(_rule_cell(cell), seed)
-    path = None if cache is None else os.path.join(cache, f"{cell}_{seed}.pkl")
-    if path is not None and os.path.exists(path):
-        with open(path, "rb") as f:
-            est, seconds = pickle.load(f)
-    else:
+    sims = {seed: simulate(_rule_cell(cell), seed) for seed in seeds}
+    paths = {seed: None if cache is None else os.path.join(cache, f"{cell}_{seed}.pkl")
+             for seed in seeds}
+    fitted = {}
+    for seed, path in paths.items():
+        if path is not None and os.path.exists(path):
+            with open(path, "rb") as f:
+                fitted[seed] = pickle.load(f)
+    todo = [seed for seed in seeds if seed not in fitted]
+    if todo:
         start = time.perf_counter()
-        est = estimator(cell, **params).set_params(random_state=seed).fit(X, y)
-        seconds = time.perf_counter() - start
-        if path is not None:
-            with open(path, "wb") as f:
-                pickle.dump((est, seconds), f)
-    corrections = CORRECTIONS if est.wander_correction_ == "probit" else {"none": 0.0}
-    draws = {name: _draws(est, factor) for name, factor in corrections.items()}
-    return draws, theta, seconds
+        ests = estimator(cell, **params)._fit_batch([sims[s][1:] for s in todo], todo)
+        seconds = (time.perf_counter() - start) / len(todo)
+        for seed, est in zip(todo, ests):
+            fitted[seed] = (est, seconds)
+            if paths[seed] is not None:
+                with open(paths[seed], "wb") as f:
+                    pickle.dump(fitted[seed], f)
+    out = []
+    for seed in seeds:
+        est, seconds = fitted[seed]
+        corrections = CORRECTIONS if est.wander_correction_ == "probit" else {"none": 0.0}
+        draws = {name: _draws(est, factor) for name, factor in corrections.items()}
+        out.append((draws, sims[seed][0], seconds))
+    return out
 
 
 def main():
@@ -112,9 +124,11 @@ def main():
     payload = {"machine": machine(), "args": vars(args), "params": params, "engine": engine,
                "cells": {}}
     for cell in args.cells:
-        seeds = range(args.first_seed, args.first_seed + args.n_sim)
-        fits = Parallel(n_jobs=args.n_jobs)(delayed(one)(cell, s, params, engine, args.cache)
-                                            for s in seeds)
+        seeds = list(range(args.first_seed, args.first_seed + args.n_sim))
+        size = max(1, min(32, -(-len(seeds) // args.n_jobs)))
+        fits = [f for part in Parallel(n_jobs=args.n_jobs)(
+            delayed(chunk)(cell, seeds[i:i + size], params, engine, args.cache)
+            for i in range(0, len(seeds), size)) for f in part]
         theta = np.array([f[1] for f in fits])
         K, p = theta.shape
         refs = prior_scale(cell) * np.random.default_rng(12345).standard_normal((K, p))

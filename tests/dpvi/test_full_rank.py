@@ -255,3 +255,20 @@ def test_lockstep_runs_reject_bad_input(change, match):
     kw.update(change)
     with pytest.raises(ValueError, match=match):
         run_dpvi_full_rank_batched(data, **kw)
+
+
+def test_lockstep_runs_with_subsamples_longer_than_the_drawn_chunk(monkeypatch):
+    # a step whose subsample outgrows the gaps drawn for it (6 sd: rare) widens that
+    # run's index block; the lockstep block widens with it and keeps every run's padding
+    # on its own rows: forced here with a tiny chunk for every step
+    import skdpvi.dpvi.sampling as sampling
+
+    monkeypatch.setattr(sampling, "_chunk", lambda n_examples, rate: 3)
+    data = _lockstep_data(R=3, N=120)
+    kw = dict(clip_norm=1.0, learning_rate=2e-3, **{**_LOCKSTEP, "sampling_rate": 0.2})
+    releases = run_dpvi_full_rank_batched(data, random_states=[1, 2, 3], **kw)
+    for (X, y), seed, got in zip(data, [1, 2, 3], releases):
+        want = run_dpvi_full_rank(X, y, random_state=seed, **kw)
+        np.testing.assert_allclose(got.mean_phi, want.mean_phi, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got.scale_moments, want.scale_moments, rtol=1e-9,
+                                   atol=1e-12)
