@@ -138,7 +138,14 @@ def study(name, n_sim, n_jobs, seed, inference=None):
     authors = tarp_coverage(res.samples, res.theta_true, references="posterior",
                             random_state=seed, n_bootstrap=200)
     z = res.z_scores()
+    # radial z: the posterior mean's error along the truth, in posterior sds along it
+    # (the bias prior references detect and posterior references do not)
+    theta = np.asarray(res.theta_true, float)
+    u = theta / np.linalg.norm(theta, axis=1, keepdims=True)
+    proj = np.einsum("ksp,kp->ks", np.asarray(res.samples, float), u)
+    radial = (proj.mean(1) - np.einsum("kp,kp->k", theta, u)) / proj.std(1)
     return {"prior_refs": [res.rmse, res.tarp.rmse_se],
+            "radial_z": [float(radial.mean()), float(radial.std())],
             "authors_refs": [authors.rmse, authors.rmse_se],
             "coverage_90": res.interval_coverage(0.9).tolist(),
             "ellipsoid_90": res.ellipsoid_coverage(0.9),
@@ -174,7 +181,8 @@ def main():
                   f"(+- {row['prior_refs'][1]:.3f}); 90 % coverage "
                   f"{min(row['coverage_90']):.2f}-{max(row['coverage_90']):.2f}; z sd "
                   f"{min(row['z_sd']):.2f}-{max(row['z_sd']):.2f}; ellipsoids "
-                  f"{row['ellipsoid_90']:.2f}; {row['seconds']:.0f} s",
+                  f"{row['ellipsoid_90']:.2f}; radial z {row['radial_z'][0]:+.2f} "
+                  f"({row['radial_z'][1]:.2f}); {row['seconds']:.0f} s",
                   flush=True)
             save("holdout_public_api" + (f"_{args.tag}" if args.tag else ""), payload)
 
