@@ -180,8 +180,10 @@ def run_tarp_study(
 
     The simulations run in joblib tasks of ``batch_size``. skdpvi's estimators fit
     the simulations of a task together: one computation of the settings, their
-    DP-SGD runs in lockstep (:func:`skdpvi.dpvi.run_dpvi_batched`, several times
-    faster than one run at a time) and the post-processing of each run as its own
+    DP-SGD runs in lockstep (:func:`skdpvi.dpvi.run_dpvi_batched`, or
+    :func:`skdpvi.dpvi.run_dpvi_full_rank_batched` for the logistic estimator's
+    full-rank fits; several times faster than one run at a time) and the
+    post-processing of each run as its own
     ``fit`` would do it. Other estimators are fitted one by one. For a fixed seed
     and ``batch_size`` the study is reproducible exactly, whatever ``n_jobs`` or
     backend. Another ``batch_size`` (or the one-by-one path) rounds differently,
