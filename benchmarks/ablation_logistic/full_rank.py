@@ -44,19 +44,24 @@ def _engine_overrides(engine):
         _logistic_full_rank.run_dpvi_full_rank = functools.partial(run_dpvi_full_rank, **engine)
 
 
-#: Post-processing variants of one release: the wander correction's width times this.
-CORRECTIONS = {"probit": 1.0, "none": 0.0, "half": 0.5}
+#: Post-processing variants of one release: (the wander correction's width times this,
+#: the curvature shrunk to its diagonal by its noise share).
+CORRECTIONS = {"probit": (1.0, False), "none": (0.0, False), "half": (0.5, False),
+               "shrunk": (1.0, True)}
 
 
-def _draws(est, factor):
+def _draws(est, variant):
     """1,000 draws of the posterior of ``est``'s release with the wander correction's
-    width times ``factor`` (post-processing only: the same release)."""
+    width times ``factor`` and the curvature shrunk or not (post-processing only: the
+    same release)."""
     from skdpvi.noise_aware import remove_wander_bias
 
+    factor, shrink = variant
     directions = est._onehot_flat_directions()
     components, info = full_rank_posterior(
         est.dpvi_result_, prior_scale=est.prior_scale, random_state=est._fit_seeds().post,
-        flat_directions=directions if len(directions) else None)
+        flat_directions=directions if len(directions) else None,
+        curvature_shrinkage=shrink)
     if factor:
         width = factor * full_rank_wander_width(est.dpvi_result_, info["curvature"],
                                                 est.prior_scale)
@@ -69,7 +74,7 @@ def _draws(est, factor):
     return est.sample_posterior(1000, random_state=0)
 
 
-def chunk(cell, seeds, params, engine=None, cache=None):
+def chunk(cell, seeds, params, engine=None, cache=None, variants=None):
     """For each seed: the posterior draws of each of :data:`CORRECTIONS` from one fit (or
     its cached estimator), the truth and the fit's seconds. The seeds' fits run through
     the estimator's ``_fit_batch`` (their DP-SGD in lockstep, each its own fit's)."""
@@ -96,8 +101,10 @@ def chunk(cell, seeds, params, engine=None, cache=None):
     out = []
     for seed in seeds:
         est, seconds = fitted[seed]
-        corrections = CORRECTIONS if est.wander_correction_ == "probit" else {"none": 0.0}
-        draws = {name: _draws(est, factor) for name, factor in corrections.items()}
+        corrections = {k: CORRECTIONS[k] for k in variants or CORRECTIONS}
+        if est.wander_correction_ != "probit":
+            corrections = {"none": (0.0, False)}
+        draws = {name: _draws(est, variant) for name, variant in corrections.items()}
         out.append((draws, sims[seed][0], seconds))
     return out
 
@@ -114,6 +121,8 @@ def main():
                         help="run_dpvi_full_rank keyword arguments (an ablation)")
     parser.add_argument("--cache", default=None,
                         help="a directory keeping each fitted estimator (reused if there)")
+    parser.add_argument("--variants", nargs="+", default=list(CORRECTIONS),
+                        choices=list(CORRECTIONS))
     parser.add_argument("--save", default="ablation_logistic_full_rank")
     args = parser.parse_args()
     params = {"variational_family": "full_rank",
@@ -127,7 +136,7 @@ def main():
         seeds = list(range(args.first_seed, args.first_seed + args.n_sim))
         size = max(1, min(32, -(-len(seeds) // args.n_jobs)))
         fits = [f for part in Parallel(n_jobs=args.n_jobs)(
-            delayed(chunk)(cell, seeds[i:i + size], params, engine, args.cache)
+            delayed(chunk)(cell, seeds[i:i + size], params, engine, args.cache, args.variants)
             for i in range(0, len(seeds), size)) for f in part]
         theta = np.array([f[1] for f in fits])
         K, p = theta.shape

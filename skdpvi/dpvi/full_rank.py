@@ -84,6 +84,10 @@ class FullRankRelease:
         The means' released pairs ``(m_t, g_t)`` summed per coordinate over the
         window and its halves (with the cross sums): what
         :func:`~skdpvi.noise_aware.split_window_test` reads.
+    half_moments : tuple of two dicts or None
+        ``scale_moments``, ``diagonal_moments`` and ``entropy`` over each half of the
+        window: two estimates of the curvature, whose difference measures its noise
+        (:func:`~skdpvi.noise_aware.full_rank_curvature`).
     """
 
     phi: np.ndarray
@@ -103,6 +107,7 @@ class FullRankRelease:
     n_steps: int
     burn_in: int
     mean_stats: TraceStatistics = None
+    half_moments: tuple = None
 
     @property
     def wander_covariance(self):

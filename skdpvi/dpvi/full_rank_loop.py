@@ -52,7 +52,8 @@ class _WindowSums:
         self.halves = zeros(2, 5, n)
         self.mid = burn_in + (n_steps - burn_in) // 2
         self.shift = None
-        self.sL, self.diag, self.entropy = zeros(n, n * n), zeros(n, n), zeros(n)
+        # the scales' moments per half too: two estimates of the curvature
+        self.sL, self.diag, self.entropy = zeros(2, n, n * n), zeros(2, n, n), zeros(2, n)
         self.last = None
 
     def add(self, t, m, rho, U, g_m, factors):
@@ -63,11 +64,12 @@ class _WindowSums:
         if self.shift is None:
             self.shift = m.clone()
         x = m - self.shift
-        self.halves[:, int(t >= self.mid)] += torch.stack([x, x * x, g_m, g_m * g_m, g_m * x], 1)
+        half = int(t >= self.mid)
+        self.halves[:, half] += torch.stack([x, x * x, g_m, g_m * g_m, g_m * x], 1)
         s, A, L, dsig = factors
-        self.sL.baddbmm_(s[:, :, None], L.reshape(L.shape[0], 1, -1))
-        self.diag += (L @ A.mT) * dsig[:, None, :]
-        self.entropy += dsig / s
+        self.sL[:, half].baddbmm_(s[:, :, None], L.reshape(L.shape[0], 1, -1))
+        self.diag[:, half] += (L @ A.mT) * dsig[:, None, :]
+        self.entropy[:, half] += dsig / s
 
     def averages(self, r):
         """Run r's window averages: the data fields of its
@@ -75,12 +77,20 @@ class _WindowSums:
         n, count = self.n, self.n_steps - self.burn_in
         phi_mean = (self.phi[r] / count).numpy()
         halves = self.halves[r].numpy()
+        first = self.mid - self.burn_in
+
+        def moments(sL, diag, entropy, steps):
+            return dict(scale_moments=(sL / steps).reshape(n, n, n).numpy(),
+                        diagonal_moments=(diag / steps).numpy(),
+                        entropy=(entropy / steps).numpy())
+
+        sL, diag, entropy = self.sL[r], self.diag[r], self.entropy[r]
         return dict(
             phi=self.last[r].numpy(), mean_phi=phi_mean,
             mean_gradient=halves[:, 2].sum(0) / count, mean_outer=(self.mm[r] / count).numpy(),
-            scale_moments=(self.sL[r] / count).reshape(n, n, n).numpy(),
-            diagonal_moments=(self.diag[r] / count).numpy(),
-            entropy=(self.entropy[r] / count).numpy(), count=count,
+            **moments(sL.sum(0), diag.sum(0), entropy.sum(0), count), count=count,
+            half_moments=tuple(moments(sL[h], diag[h], entropy[h], steps)
+                               for h, steps in ((0, first), (1, count - first))),
             mean_stats=_mean_statistics(halves, self.shift[r].numpy(), self.mm[r].numpy(),
                                         phi_mean[:n], count, self.mid - self.burn_in))
 

@@ -40,10 +40,11 @@ from ..models.components import GaussianComponents
 from .statistics_sampling import _psd_cholesky
 from .wander_bias import remove_wander_bias
 
-__all__ = ["full_rank_curvature", "full_rank_posterior", "full_rank_wander_width"]
+__all__ = ["full_rank_curvature", "full_rank_posterior", "full_rank_wander_width",
+           "shrink_to_diagonal"]
 
 
-def full_rank_curvature(release, prior_scale=None, flat_directions=None):
+def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinkage=False):
     """The Hessian H of the negative log joint read off a full-rank run's stationarity.
 
     Parameters
@@ -56,6 +57,10 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None):
         Orthonormal directions the likelihood is flat along (declared one-hot blocks
         beside the intercept), where H is the prior's precision: the window does not
         relax along them.
+    shrinkage : bool, default=False
+        Shrink H's off-diagonal part towards 0 by its noise share
+        (:func:`shrink_to_diagonal`), the noise measured by the disagreement of the
+        two halves of the window (``release.half_moments``).
 
     Returns
     -------
@@ -63,22 +68,11 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None):
         Symmetric positive definite when ``prior_scale`` is given.
     """
     n = int(release.n_params)
-    # M1[j, k, l]: the coefficient of H_jl in equation (j, k)
-    M1 = np.transpose(np.asarray(release.scale_moments, float), (0, 2, 1)).copy()
-    j = np.arange(n)
-    M1[j, j, :] = np.asarray(release.diagonal_moments, float).T
-    jj, kk = np.tril_indices(n)
-    n_pairs = len(jj)
-    pair = np.empty((n, n), dtype=int)
-    pair[jj, kk] = pair[kk, jj] = np.arange(n_pairs)
-    # equation (j, k): sum_l H_{jl} M1[j, k, l], H_{jl} stored at pair[j, l]
-    system = np.zeros((n_pairs, n_pairs))
-    np.add.at(system, (np.repeat(np.arange(n_pairs), n), pair[jj].ravel()),
-              M1[jj, kk, :].ravel())
-    rhs = np.where(jj == kk, np.asarray(release.entropy, float)[jj], 0.0)
-    h = np.linalg.lstsq(system, rhs, rcond=None)[0]
-    H = np.empty((n, n))
-    H[jj, kk] = H[kk, jj] = h
+    H = _stationarity_curvature(n, release.scale_moments, release.diagonal_moments,
+                                release.entropy)
+    if shrinkage and getattr(release, "half_moments", None) is not None:
+        halves = [_stationarity_curvature(n, **m) for m in release.half_moments]
+        H = shrink_to_diagonal(H, *halves)
     if flat_directions is not None and len(flat_directions):
         Fd = np.asarray(flat_directions, float)
         P = np.eye(n) - Fd.T @ Fd
@@ -88,6 +82,49 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None):
         lam, V = np.linalg.eigh(0.5 * (H + H.T))
         H = (V * np.maximum(lam, 1.0 / float(prior_scale) ** 2)) @ V.T
     return 0.5 * (H + H.T)
+
+
+def _stationarity_curvature(n, scale_moments, diagonal_moments, entropy):
+    """The symmetric H solving the window's stationarity equations (module text)."""
+    # M1[j, k, l]: the coefficient of H_jl in equation (j, k)
+    M1 = np.transpose(np.asarray(scale_moments, float), (0, 2, 1)).copy()
+    j = np.arange(n)
+    M1[j, j, :] = np.asarray(diagonal_moments, float).T
+    jj, kk = np.tril_indices(n)
+    n_pairs = len(jj)
+    pair = np.empty((n, n), dtype=int)
+    pair[jj, kk] = pair[kk, jj] = np.arange(n_pairs)
+    # equation (j, k): sum_l H_{jl} M1[j, k, l], H_{jl} stored at pair[j, l]
+    system = np.zeros((n_pairs, n_pairs))
+    np.add.at(system, (np.repeat(np.arange(n_pairs), n), pair[jj].ravel()),
+              M1[jj, kk, :].ravel())
+    rhs = np.where(jj == kk, np.asarray(entropy, float)[jj], 0.0)
+    h = np.linalg.lstsq(system, rhs, rcond=None)[0]
+    H = np.empty((n, n))
+    H[jj, kk] = H[kk, jj] = h
+    return H
+
+
+def shrink_to_diagonal(H, H_first, H_second):
+    """``(1 - a) H + a diag(H)``, with ``a`` the share of noise in H's off-diagonal part.
+
+    ``H_first`` and ``H_second`` are the same estimate from each half of the window;
+    with the halves about independent, ``(H_first - H_second) / 2`` has the noise
+    variance of H's entries. In the scale of H's diagonal (``R = D^-1/2 H D^-1/2``), the
+    intensity is the Ledoit-Wolf ratio of the off-diagonal entries' noise to their
+    mean square, ``a = min(1, sum (R_1 - R_2)^2 / 4 / sum R^2)``: 1 when the
+    off-diagonal part is all noise (uncorrelated features), small when the
+    correlations stand out of it. Noise in a curvature's off-diagonal entries spreads
+    its eigenvalues (a Marchenko-Pastur spread), which makes the posterior too wide
+    along some directions and too narrow along others.
+    """
+    d = np.sqrt(np.maximum(np.diag(H), 1e-300))
+    scale = np.outer(d, d)
+    off = ~np.eye(len(H), dtype=bool)
+    noise = np.sum(((H_first - H_second) / scale)[off] ** 2) / 4.0
+    total = np.sum((H / scale)[off] ** 2)
+    a = 1.0 if total <= 0 else min(1.0, noise / total)
+    return (1.0 - a) * H + a * np.diag(np.diag(H))
 
 
 def full_rank_wander_width(release, H, prior_scale):
@@ -107,7 +144,8 @@ def full_rank_wander_width(release, H, prior_scale):
 
 
 def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0,
-                        flat_directions=None, wander_correction=False, random_state=None):
+                        flat_directions=None, wander_correction=False,
+                        curvature_shrinkage=False, random_state=None):
     """Mixture posterior of the parameters from a full-rank DPVI run.
 
     Parameters
@@ -125,6 +163,9 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
         Remove the wander's outward (Jensen) bias from the optimum's draws
         (:func:`~skdpvi.noise_aware.remove_wander_bias` with
         :func:`full_rank_wander_width`; the intercept must be the last parameter).
+    curvature_shrinkage : bool, default=False
+        Shrink the curvature's off-diagonal part by its noise share
+        (:func:`shrink_to_diagonal`).
     random_state : int, Generator or None
 
     Returns
@@ -137,7 +178,7 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
     """
     rng = np.random.default_rng(random_state)
     n = int(release.n_params)
-    H = full_rank_curvature(release, prior_scale, flat_directions)
+    H = full_rank_curvature(release, prior_scale, flat_directions, curvature_shrinkage)
     lam, V = np.linalg.eigh(H)
     H_inv = (V / lam) @ V.T
     kappa = float(release.sampling_rate)

@@ -11,6 +11,7 @@ from skdpvi.dpvi.full_rank import (FullRankRelease, full_rank_size, run_dpvi_ful
 from skdpvi.dpvi.full_rank_step import (SCALE_CAP_DIVISOR, _FullRankStep,
                                         full_rank_scale_preconditioner)
 from skdpvi.noise_aware import full_rank_curvature, full_rank_posterior
+from skdpvi.noise_aware.full_rank import shrink_to_diagonal
 
 
 def _autograd_rows(step, m, rho, U, eps, X, y):
@@ -272,3 +273,52 @@ def test_lockstep_runs_with_subsamples_longer_than_the_drawn_chunk(monkeypatch):
         np.testing.assert_allclose(got.mean_phi, want.mean_phi, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(got.scale_moments, want.scale_moments, rtol=1e-9,
                                    atol=1e-12)
+
+
+def test_release_halves_average_to_the_window_moments():
+    X, y = _lockstep_data(R=1, N=400)[0]
+    release = run_dpvi_full_rank(X, y, random_state=0, clip_norm=1.0, learning_rate=1e-3,
+                                 **{**_LOCKSTEP, "n_steps": 151})
+    first = release.mean_stats.halves[0].count
+    second = release.count - first
+    assert (first, second) == (60, 61)
+    for name in ("scale_moments", "diagonal_moments", "entropy"):
+        halves = [h[name] for h in release.half_moments]
+        np.testing.assert_allclose((first * halves[0] + second * halves[1]) / release.count,
+                                   getattr(release, name), rtol=1e-12)
+
+
+def _shrink_share(H_hat, H1, H2):
+    """The intensity a of shrink_to_diagonal, read off its result."""
+    off = ~np.eye(len(H_hat), dtype=bool)
+    shrunk = shrink_to_diagonal(H_hat, H1, H2)
+    np.testing.assert_allclose(np.diag(shrunk), np.diag(H_hat))
+    return 1 - np.sum(shrunk[off] * H_hat[off]) / np.sum(H_hat[off] ** 2)
+
+
+def test_shrinkage_to_the_diagonal_follows_the_halves_disagreement():
+    rng = np.random.default_rng(0)
+    n = 6
+    B = rng.standard_normal((n, n))
+    H = B @ B.T + n * np.eye(n)  # correlated
+    np.testing.assert_allclose(shrink_to_diagonal(H, H, H), H)  # halves agree: no change
+    scale = np.sqrt(np.outer(np.diag(H), np.diag(H)))
+
+    def halves(truth, sd):
+        e = [sd * rng.standard_normal((n, n)) for _ in range(2)]
+        H1, H2 = (truth + (x + x.T) / 2 * scale for x in e)
+        return (H1 + H2) / 2, H1, H2
+
+    # off-diagonal parts of pure noise: shrunk (almost) all the way
+    D = np.diag(np.diag(H))
+    assert np.mean([_shrink_share(*halves(D, 0.3)) for _ in range(60)]) > 0.8
+    # noisy estimates of a correlated H: part of the way, and closer to H on average
+    shares, errors = [], []
+    for _ in range(60):
+        H_hat, H1, H2 = halves(H, 0.15)
+        shares.append(_shrink_share(H_hat, H1, H2))
+        errors.append((np.linalg.norm(shrink_to_diagonal(H_hat, H1, H2) - H),
+                       np.linalg.norm(H_hat - H)))
+    assert 0.02 < np.mean(shares) < 0.5
+    errors = np.array(errors)
+    assert errors[:, 0].mean() < errors[:, 1].mean()
