@@ -47,7 +47,7 @@ def _engine_overrides(engine):
 #: Post-processing variants of one release: (the wander correction's width times this,
 #: the curvature shrunk to its diagonal by its noise share).
 CORRECTIONS = {"probit": (1.0, False), "none": (0.0, False), "half": (0.5, False),
-               "shrunk": (1.0, True)}
+               "shrunk": (1.0, True), "shrunk_radial": (1.0, "radial")}
 
 
 def _draws(est, variant):

@@ -57,10 +57,11 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinka
         Orthonormal directions the likelihood is flat along (declared one-hot blocks
         beside the intercept), where H is the prior's precision: the window does not
         relax along them.
-    shrinkage : bool, default=False
-        Shrink H's off-diagonal part towards 0 by its noise share
-        (:func:`shrink_to_diagonal`), the noise measured by the disagreement of the
-        two halves of the window (``release.half_moments``).
+    shrinkage : {False, True, "radial"}, default=False
+        Shrink H's off-diagonal part by its noise share (:func:`shrink_to_diagonal`),
+        the noise measured by the disagreement of the two halves of the window
+        (``release.half_moments``): towards 0 (True), or towards the part along the
+        window's mean of the means ("radial").
 
     Returns
     -------
@@ -72,7 +73,8 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinka
                                 release.entropy)
     if shrinkage and getattr(release, "half_moments", None) is not None:
         halves = [_stationarity_curvature(n, **m) for m in release.half_moments]
-        H = shrink_to_diagonal(H, *halves)
+        direction = np.asarray(release.mean_phi, float)[:n] if shrinkage == "radial" else None
+        H = shrink_to_diagonal(H, *halves, direction=direction)
     if flat_directions is not None and len(flat_directions):
         Fd = np.asarray(flat_directions, float)
         P = np.eye(n) - Fd.T @ Fd
@@ -105,26 +107,45 @@ def _stationarity_curvature(n, scale_moments, diagonal_moments, entropy):
     return H
 
 
-def shrink_to_diagonal(H, H_first, H_second):
-    """``(1 - a) H + a diag(H)``, with ``a`` the share of noise in H's off-diagonal part.
+def shrink_to_diagonal(H, H_first, H_second, direction=None):
+    """``(1 - a) H + a T``: H's off-diagonal part shrunk towards a target T by its noise share.
 
     ``H_first`` and ``H_second`` are the same estimate from each half of the window;
     with the halves about independent, ``(H_first - H_second) / 2`` has the noise
     variance of H's entries. In the scale of H's diagonal (``R = D^-1/2 H D^-1/2``), the
-    intensity is the Ledoit-Wolf ratio of the off-diagonal entries' noise to their
-    mean square, ``a = min(1, sum (R_1 - R_2)^2 / 4 / sum R^2)``: 1 when the
-    off-diagonal part is all noise (uncorrelated features), small when the
-    correlations stand out of it. Noise in a curvature's off-diagonal entries spreads
-    its eigenvalues (a Marchenko-Pastur spread), which makes the posterior too wide
-    along some directions and too narrow along others.
+    intensity is the Ledoit-Wolf ratio of the off-diagonal entries' noise to the mean
+    square of their distance from the target, ``a = min(1, sum (R_1 - R_2)^2 / 4 /
+    sum (R - T)^2)``: 1 when the off-diagonal part is all noise, small when its
+    structure stands out of it. Noise in a curvature's off-diagonal entries spreads its
+    eigenvalues (a Marchenko-Pastur spread), which makes the posterior too wide along
+    some directions and too narrow along others.
+
+    The target is H's diagonal, or with a ``direction`` v, the diagonal plus the
+    rank-one part along v that keeps H's curvature along it: ``T = I + c (u u^T -
+    diag(u u^T))`` in the scaled metric, ``u = D^1/2 v / |D^1/2 v|``, with c such that
+    ``u^T T u = u^T R u``. (A logistic likelihood's curvature differs along the
+    coefficient vector from across it: for Gaussian rows it is ``a I + b theta
+    theta^T`` in the features' metric, by Stein's lemma.)
     """
+    n = len(H)
     d = np.sqrt(np.maximum(np.diag(H), 1e-300))
     scale = np.outer(d, d)
-    off = ~np.eye(len(H), dtype=bool)
+    R = H / scale
+    off = ~np.eye(n, dtype=bool)
+    T = np.eye(n)
+    if direction is not None:
+        u = d * np.asarray(direction, float)
+        norm = np.linalg.norm(u)
+        if norm > 0 and n > 1:
+            u = u / norm
+            outer = np.outer(u, u)
+            spread = 1.0 - np.sum(u**4)
+            if spread > 1e-12:
+                T = T + (u @ R @ u - 1.0) / spread * np.where(off, outer, 0.0)
     noise = np.sum(((H_first - H_second) / scale)[off] ** 2) / 4.0
-    total = np.sum((H / scale)[off] ** 2)
+    total = np.sum((R - T)[off] ** 2)
     a = 1.0 if total <= 0 else min(1.0, noise / total)
-    return (1.0 - a) * H + a * np.diag(np.diag(H))
+    return ((1.0 - a) * R + a * T) * scale
 
 
 def full_rank_wander_width(release, H, prior_scale):
@@ -163,9 +184,9 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
         Remove the wander's outward (Jensen) bias from the optimum's draws
         (:func:`~skdpvi.noise_aware.remove_wander_bias` with
         :func:`full_rank_wander_width`; the intercept must be the last parameter).
-    curvature_shrinkage : bool, default=False
+    curvature_shrinkage : {False, True, "radial"}, default=False
         Shrink the curvature's off-diagonal part by its noise share
-        (:func:`shrink_to_diagonal`).
+        (:func:`shrink_to_diagonal`; see :func:`full_rank_curvature`).
     random_state : int, Generator or None
 
     Returns

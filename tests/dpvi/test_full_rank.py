@@ -322,3 +322,22 @@ def test_shrinkage_to_the_diagonal_follows_the_halves_disagreement():
     assert 0.02 < np.mean(shares) < 0.5
     errors = np.array(errors)
     assert errors[:, 0].mean() < errors[:, 1].mean()
+
+
+def test_radial_target_keeps_the_curvature_along_the_direction():
+    # a logistic-like curvature a I + b v v^T, estimated with noise: shrunk towards the
+    # diagonal it loses the v part, towards the radial target it keeps it
+    rng = np.random.default_rng(1)
+    n = 8
+    v = rng.standard_normal(n)
+    H = 100 * np.eye(n) - 60 * np.outer(v, v) / (v @ v)
+    errors = []
+    for _ in range(40):
+        e = [10.0 * rng.standard_normal((n, n)) for _ in range(2)]
+        H1, H2 = (H + (x + x.T) / 2 for x in e)
+        H_hat = (H1 + H2) / 2
+        errors.append([abs(v @ shrink_to_diagonal(H_hat, H1, H2, direction=d) @ v
+                           / (v @ H @ v) - 1) for d in (None, v)])
+    errors = np.array(errors)  # relative error of the curvature along v
+    assert errors[:, 1].mean() < 0.5 * errors[:, 0].mean()
+    assert np.mean(errors[:, 1] < errors[:, 0]) > 0.7
