@@ -25,6 +25,14 @@ linear-response covariance: mean-field's under-statement of the marginal varianc
 does not arise). Post-processing only: it reads the release's window averages, so it
 costs no privacy and does not grow with T.
 
+**The curvature's noise.** The window averages carry DP noise, which spreads the
+solved curvature's eigenvalues (too wide along some directions, too narrow along
+others). ``shrinkage`` shrinks its off-diagonal part by its noise share, measured by
+the two halves of the window (:func:`shrink_to_diagonal`); the estimator uses the
+"radial" target (the diagonal plus the part along the means), measured as good or
+better on six designs (results page, "The full-rank default on the public API's
+hold-outs, and in lockstep").
+
 **Known limits** (results page, "Clipping the full-rank blocks apart, and the full
 rank as the default"): the wander correction through this curvature moves the
 centre past the truth along the coefficient vector (radial z +0.43 -> -0.31 on ten
