@@ -185,22 +185,18 @@ default="auto"
         the DP-SGD run by the accountant (``epsilon_`` covers the whole fit); the
         rows enter that release scaled to norm at most ``1.5 sqrt(n_features + 1)``.
         There the curvature is nearly diagonal, and the shrunk dense error model
-        (what "auto" means then) describes correlated features (10 features
-        equicorrelated at 0.7: TARP 0.065 / 0.052 -> 0.047 / 0.050; a pair at
-        correlation 0.98: 0.182 / 0.091 -> 0.020 / 0.029, so the collinearity
+        (what "auto" means then) describes correlated features (the collinearity
         warning is not shown with it); without strong correlation the intervals
         come out too wide: not the default (user guide, "Correlated features").
         ``rotation_`` and ``dpvi_result_`` are in the rotated coordinates;
         ``wander_correction="probit"`` is not available with it.
     variational_family : {"auto", "mean_field", "full_rank"}, default="auto"
-        "full_rank": DP-SGD on ``N(m, L L^T)`` with a dense L, same mechanism and
-        accounting (:func:`~skdpvi.dpvi.run_dpvi_full_rank`); needs
-        ``inference="exact"``, ``error_model="auto"``, no ``decorrelation``;
-        densifies sparse input; a study's fits run in lockstep. "auto": full rank at
-        most 13 parameters (intercept included) with ``sampling_rate * n_samples *
-        n_params^2 <= 5e5`` and those options at their defaults, else mean field
-        (Adult). Joint ellipsoids 0.81-0.94 where mean field's cover 0.07-0.67 (user
-        guide, "Correlated features: a full-rank variational family", gaps there).
+        "full_rank": DP-SGD on ``N(m, L L^T)``, same mechanism and accounting
+        (:func:`~skdpvi.dpvi.run_dpvi_full_rank`); needs the default ``inference``,
+        ``error_model`` and no ``decorrelation``. "auto": full rank at most 13
+        parameters with ``sampling_rate * n_samples * n_params^2 <= 5e5`` and those
+        options at their defaults, else mean field (Adult). Measured and gaps: user
+        guide, "Correlated features: a full-rank variational family".
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a
