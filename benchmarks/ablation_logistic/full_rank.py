@@ -39,15 +39,19 @@ def _engine_overrides(engine):
     if engine:
         import functools
 
-        from skdpvi.dpvi.full_rank import run_dpvi_full_rank
+        from skdpvi.dpvi.full_rank import run_dpvi_full_rank, run_dpvi_full_rank_batched
         from skdpvi.linear_model import _logistic_full_rank
+        # both: a study's fits run in lockstep through the batched engine
         _logistic_full_rank.run_dpvi_full_rank = functools.partial(run_dpvi_full_rank, **engine)
+        _logistic_full_rank.run_dpvi_full_rank_batched = functools.partial(
+            run_dpvi_full_rank_batched, **engine)
 
 
 #: Post-processing variants of one release: (the wander correction's width times this,
 #: the curvature shrunk to its diagonal by its noise share).
 CORRECTIONS = {"probit": (1.0, False), "none": (0.0, False), "half": (0.5, False),
-               "shrunk": (1.0, True), "shrunk_radial": (1.0, "radial")}
+               "shrunk": (1.0, True), "shrunk_radial": (1.0, "radial"),
+               "late_radial": (1.0, "radial", "late"), "late": (1.0, False, "late")}
 
 
 def _draws(est, variant):
@@ -56,12 +60,12 @@ def _draws(est, variant):
     same release)."""
     from skdpvi.noise_aware import remove_wander_bias
 
-    factor, shrink = variant
+    factor, shrink, *moments = variant
     directions = est._onehot_flat_directions()
     components, info = full_rank_posterior(
         est.dpvi_result_, prior_scale=est.prior_scale, random_state=est._fit_seeds().post,
         flat_directions=directions if len(directions) else None,
-        curvature_shrinkage=shrink)
+        curvature_shrinkage=shrink, curvature_moments=(moments or ["window"])[0])
     if factor:
         width = factor * full_rank_wander_width(est.dpvi_result_, info["curvature"],
                                                 est.prior_scale)

@@ -5,7 +5,8 @@ mechanism: noise multiplier, private clipping norm, learning rate, preconditione
 burn-in) and each variant ``F,S,D`` (``--variants``; F: the rho and U blocks' preconditioner
 over the mean-field engine's beta, ``1 / scale_noise``; S: the means' clip share
 ``mean_clip_share``, or ``joint`` for a row clipped as a whole; D: the divisor of
-:func:`skdpvi.dpvi.full_rank_step.full_rank_scale_preconditioner`'s cap, or ``none``),
+:func:`skdpvi.dpvi.full_rank_step.full_rank_scale_preconditioner`'s cap, or ``none``;
+an optional fourth field ``cf``: ``elbo_gradients="closed_form"``),
 runs :func:`~skdpvi.dpvi.run_dpvi_full_rank` on a few simulations and reports:
 
 - the fractions of rows whose means' and whose scales' block was clipped;
@@ -50,12 +51,13 @@ def one(cell, seed, variant):
     rows = np.c_[X, np.ones(len(X))]
     N, n = rows.shape
     beta = float(engine["preconditioner"])
-    factor, share, divisor = variant.split(",")
+    factor, share, divisor, *rest = variant.split(",")
+    gradients = "closed_form" if rest == ["cf"] else "monte_carlo"
     share = None if share == "joint" else float(share)
     if divisor != "none":
         full_rank_step.SCALE_CAP_DIVISOR = float(divisor)
     kwargs = {"scale_noise": 1.0 / float(factor), "scale_cap": divisor != "none",
-              "mean_clip_share": share}
+              "mean_clip_share": share, "elbo_gradients": gradients}
     release, clipped = fr.run_dpvi_full_rank(
         rows, y, prior_scale=prior_scale(cell), noise_multiplier=engine["noise_multiplier"],
         clip_norm=engine["clip_norm"], sampling_rate=engine["sampling_rate"],
@@ -66,7 +68,8 @@ def one(cell, seed, variant):
     beta_s = float(release.preconditioner[-1])
     C = float(engine["clip_norm"])
     # block norms at the last iterate, one fresh batch
-    step = full_rank_step._FullRankStep(n, N, prior_scale(cell), beta_s, beta_s, C, share)
+    step = full_rank_step._FullRankStep(n, N, prior_scale(cell), beta_s, beta_s, C, share,
+                                        closed_form=gradients == "closed_form")
     g = torch.Generator().manual_seed(seed)
     idx = torch.as_tensor(np.flatnonzero(np.random.default_rng(seed).random(N)
                                          < engine["sampling_rate"]))
@@ -76,7 +79,8 @@ def one(cell, seed, variant):
     m, rho, U = phi[:n], phi[n:2 * n], phi[2 * n:]
     eps = torch.randn(engine["n_mc_samples"], n, generator=g, dtype=torch.float64)
     eps = eps - eps.mean(0)
-    pieces = step.pieces(m, rho, step.factors(rho, U), eps, Xt, yt)
+    pieces = step.pieces(m, rho, step.factors(rho, U), None if step.closed_form else eps,
+                         Xt, yt)
     sq_m, sq_rho, sq_u = pieces[5], pieces[6], pieces[7]
     norms = {"means": sq_m.sqrt(), "scales": (beta_s**2 * (sq_rho + sq_u)).sqrt()}
     quant = {k: (np.quantile(v.numpy(), [0.5, 0.9, 0.99]) / C).tolist()

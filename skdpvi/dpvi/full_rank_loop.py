@@ -109,7 +109,9 @@ class _LockstepRuns:
 
     def draws(self, generators, size, n_mc_samples, sampling_rate):
         """Every run's next ``size`` steps of random numbers, each from its own generator
-        in :func:`run_dpvi_full_rank`'s order: (eps, noise, rows, counts) with ``rows``
+        in :func:`run_dpvi_full_rank`'s order: (eps, noise, rows, counts) with ``eps``
+        None when the step takes exact expectations (the draws are still made, so
+        that both kinds of gradient see the same subsamples and noise), ``rows``
         (size, R, width) the runs' subsamples as indices into the stacked data (each
         run's padding points at its own first row) and ``counts`` (size, R) their sizes.
 
@@ -120,6 +122,7 @@ class _LockstepRuns:
         small = torch.int32 if self.R * self.N < 2**31 else torch.int64
         rows = None
         eps, noise, counts = [], [], []
+        draw_eps = not self.step.closed_form
         for r, gen in enumerate(generators):
             eps.append(_centred_normal((size, n_mc_samples, self.n), gen, "cpu"))
             index, count = _poisson_block(self.N, sampling_rate, size, gen, "cpu")
@@ -135,7 +138,8 @@ class _LockstepRuns:
             torch.add(index, r * self.N, out=rows[:, r, :index.shape[1]])
             rows[:, r, index.shape[1]:] = r * self.N
             counts.append(count)
-        return torch.stack(eps, 1), torch.stack(noise, 1), rows, torch.stack(counts, 1)
+        eps = torch.stack(eps, 1) if draw_eps else None
+        return eps, torch.stack(noise, 1), rows, torch.stack(counts, 1)
 
     def descend(self, generators, sampling_rate, n_steps, burn_in, n_mc_samples, verbose):
         """All the steps; returns the window's sums and each run's clipped fractions."""
@@ -167,7 +171,8 @@ class _LockstepRuns:
                 w = None if narrowest[k] == width else \
                     (torch.arange(width) < counts[k, :, None]).to(torch.float64)
                 factors = step.factors(rho, U)
-                sum_m, sum_rho, sum_u, n_clipped = step(m, rho, factors, eps[k], Xb, yb, w)
+                sum_m, sum_rho, sum_u, n_clipped = step(m, rho, factors,
+                                                      None if eps is None else eps[k], Xb, yb, w)
                 if n_clipped is not None:
                     clipped += torch.stack(n_clipped)
                     seen += counts[k]

@@ -40,6 +40,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..models.base import gauss_hermite
+
+#: Gauss-Hermite nodes of the closed-form gradients (as the mean-field logistic model's).
+N_QUADRATURE_NODES = 16
 #: The rho and U blocks' noise relative to the mean-field engine's (see module text).
 DEFAULT_SCALE_NOISE = 0.25
 #: The means' share of C when the blocks are clipped apart (None: a row as a whole).
@@ -82,8 +86,11 @@ class _FullRankStep:
     """
 
     def __init__(self, n, n_examples, prior_scale, beta_rho, beta_u, clip_norm,
-                 mean_clip_share=None):
+                 mean_clip_share=None, closed_form=False):
         self.n, self.N = n, n_examples
+        #: exact expectations over q instead of Monte Carlo draws (``eps`` is then None)
+        self.closed_form = bool(closed_form)
+        self.nodes, self.weights = gauss_hermite(N_QUADRATURE_NODES, torch.float64, "cpu")
         self.prior_var = float(prior_scale) ** 2
         self.beta_rho, self.beta_u, self.C = (_per_row(v) for v in (beta_rho, beta_u, clip_norm))
         self._beta_sq = (self.beta_rho**2, self.beta_u**2)
@@ -111,14 +118,17 @@ class _FullRankStep:
         """
         N, n = self.N, self.n
         s, A, L, dsig = factors
-        theta = m[..., None, :] + eps @ L.mT                   # (..., S, n)
-        S = eps.shape[-2]
-        w = torch.sigmoid(X @ theta.mT) - y[..., None]         # (..., B, S): d(-log lik)/dz
-        w_bar = w.mean(-1)
-        prior_grad = theta / self.prior_var                    # d(-log prior)/dtheta
-        r_m = prior_grad.mean(-2) / N
-        V = w @ (eps / S)                                      # (..., B, n)
-        R = prior_grad.mT @ eps / (S * N)                      # (..., n, n)
+        if self.closed_form:
+            w_bar, r_m, V, R = self._expectations(m, L, X, y)
+        else:
+            theta = m[..., None, :] + eps @ L.mT               # (..., S, n)
+            S = eps.shape[-2]
+            w = torch.sigmoid(X @ theta.mT) - y[..., None]     # (..., B, S): d(-log lik)/dz
+            w_bar = w.mean(-1)
+            prior_grad = theta / self.prior_var                # d(-log prior)/dtheta
+            r_m = prior_grad.mean(-2) / N
+            V = w @ (eps / S)                                  # (..., B, n)
+            R = prior_grad.mT @ eps / (S * N)                  # (..., n, n)
         R_low = R * self.strict
         VA, VR = (V @ torch.cat([A, R_low], -2).mT).split(n, -1)  # V A^T, V R_low^T
         rho_rows = dsig[..., None, :] * (
@@ -134,6 +144,22 @@ class _FullRankStep:
         sq_m = XX.sum(-1) * w_bar**2 + 2.0 * w_bar * (X @ r_m[..., None]).squeeze(-1) \
             + (r_m * r_m).sum(-1)[..., None]
         return w_bar, r_m, V, R, rho_rows, sq_m, (rho_rows * rho_rows).sum(-1), sq_u
+
+    def _expectations(self, m, L, X, y):
+        """``(w_bar, r_m, V, R)`` of :meth:`pieces` as exact expectations over q.
+
+        Under q a row's logit is ``N(x . m, |L^T x|^2)``: ``E[sigmoid(z)]`` and
+        ``E[sigmoid'(z)]`` by Gauss-Hermite quadrature, and by Stein's lemma
+        ``E[(sigmoid(z) - y) eps] = E[sigmoid'(z)] L^T x``; the prior's terms are
+        ``m`` and ``L`` over ``prior_scale^2 N``.
+        """
+        XL = X @ L                                             # (..., B, n): rows L^T x
+        sd = torch.sqrt((XL * XL).sum(-1, keepdim=True))
+        prob = torch.sigmoid((X @ m[..., :, None]) + sd * self.nodes)  # (..., B, Q)
+        w_bar = prob @ self.weights - y
+        slope = (prob * (1.0 - prob)) @ self.weights
+        scale = self.prior_var * self.N
+        return w_bar, m / scale, slope[..., None] * XL, L / scale
 
     def __call__(self, m, rho, factors, eps, X, y, weights=None):
         """(sum of the clipped rows of m, of rho, of U) and the numbers of rows clipped

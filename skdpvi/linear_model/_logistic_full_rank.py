@@ -63,7 +63,6 @@ class _FullRankMixin:
         supported)}``."""
         options = {"inference": (self.inference, "exact"),
                    "error_model": (self.error_model, "auto"),
-                   "elbo_gradients": (self.elbo_gradients, "monte_carlo"),
                    "device": (self.device, "cpu"),
                    "decorrelation": (self.decorrelation, None)}
         return {name: pair for name, pair in options.items() if pair[0] != pair[1]}
@@ -124,7 +123,7 @@ class _FullRankMixin:
                     sampling_rate=engine["sampling_rate"], n_steps=engine["n_steps"],
                     burn_in=engine["burn_in"], learning_rate=engine["learning_rate"],
                     preconditioner=engine["preconditioner"],
-                    n_mc_samples=engine["n_mc_samples"])
+                    n_mc_samples=engine["n_mc_samples"], elbo_gradients=self.elbo_gradients)
 
     def _finish_full_rank(self, X, release, settings, seeds):
         """The posterior, the fitted attributes and the checks of a full-rank release."""

@@ -52,7 +52,8 @@ __all__ = ["full_rank_curvature", "full_rank_posterior", "full_rank_wander_width
            "shrink_to_diagonal"]
 
 
-def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinkage=False):
+def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinkage=False,
+                        moments="window"):
     """The Hessian H of the negative log joint read off a full-rank run's stationarity.
 
     Parameters
@@ -70,6 +71,11 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinka
         the noise measured by the disagreement of the two halves of the window
         (``release.half_moments``): towards 0 (True), or towards the part along the
         window's mean of the means ("radial").
+    moments : {"window", "late"}, default="window"
+        Solve the stationarity with the whole window's moments, or with its second
+        half's ("late": where the trace still drifts along its slowest direction,
+        the first half reads the curvature of where the means were, not of where
+        they settle; twice the noise, which the shrinkage then takes into account).
 
     Returns
     -------
@@ -77,12 +83,21 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinka
         Symmetric positive definite when ``prior_scale`` is given.
     """
     n = int(release.n_params)
-    H = _stationarity_curvature(n, release.scale_moments, release.diagonal_moments,
-                                release.entropy)
-    if shrinkage and getattr(release, "half_moments", None) is not None:
-        halves = [_stationarity_curvature(n, **m) for m in release.half_moments]
+    halves = getattr(release, "half_moments", None)
+    if moments not in ("window", "late"):
+        raise ValueError(f"moments must be 'window' or 'late', got {moments!r}.")
+    if moments == "late" and halves is None:
+        raise ValueError("moments='late' needs the release's half_moments.")
+    if moments == "late":
+        H = _stationarity_curvature(n, **halves[1])
+    else:
+        H = _stationarity_curvature(n, release.scale_moments, release.diagonal_moments,
+                                    release.entropy)
+    if shrinkage and halves is not None:
+        H_halves = [_stationarity_curvature(n, **m) for m in halves]
         direction = np.asarray(release.mean_phi, float)[:n] if shrinkage == "radial" else None
-        H = shrink_to_diagonal(H, *halves, direction=direction)
+        H = shrink_to_diagonal(H, *H_halves, direction=direction,
+                               noise_scale=2.0 if moments == "late" else 1.0)
     if flat_directions is not None and len(flat_directions):
         Fd = np.asarray(flat_directions, float)
         P = np.eye(n) - Fd.T @ Fd
@@ -115,7 +130,7 @@ def _stationarity_curvature(n, scale_moments, diagonal_moments, entropy):
     return H
 
 
-def shrink_to_diagonal(H, H_first, H_second, direction=None):
+def shrink_to_diagonal(H, H_first, H_second, direction=None, noise_scale=1.0):
     """``(1 - a) H + a T``: H's off-diagonal part shrunk towards a target T by its noise share.
 
     ``H_first`` and ``H_second`` are the same estimate from each half of the window;
@@ -134,6 +149,9 @@ def shrink_to_diagonal(H, H_first, H_second, direction=None):
     ``u^T T u = u^T R u``. (A logistic likelihood's curvature differs along the
     coefficient vector from across it: for Gaussian rows it is ``a I + b theta
     theta^T`` in the features' metric, by Stein's lemma.)
+
+    ``noise_scale`` multiplies the noise variance: 2 when H is one half's estimate
+    rather than the whole window's.
     """
     n = len(H)
     d = np.sqrt(np.maximum(np.diag(H), 1e-300))
@@ -150,7 +168,7 @@ def shrink_to_diagonal(H, H_first, H_second, direction=None):
             spread = 1.0 - np.sum(u**4)
             if spread > 1e-12:
                 T = T + (u @ R @ u - 1.0) / spread * np.where(off, outer, 0.0)
-    noise = np.sum(((H_first - H_second) / scale)[off] ** 2) / 4.0
+    noise = float(noise_scale) * np.sum(((H_first - H_second) / scale)[off] ** 2) / 4.0
     total = np.sum((R - T)[off] ** 2)
     a = 1.0 if total <= 0 else min(1.0, noise / total)
     return ((1.0 - a) * R + a * T) * scale
@@ -174,7 +192,8 @@ def full_rank_wander_width(release, H, prior_scale):
 
 def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0,
                         flat_directions=None, wander_correction=False,
-                        curvature_shrinkage=False, random_state=None):
+                        curvature_shrinkage=False, curvature_moments="window",
+                        random_state=None):
     """Mixture posterior of the parameters from a full-rank DPVI run.
 
     Parameters
@@ -195,6 +214,9 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
     curvature_shrinkage : {False, True, "radial"}, default=False
         Shrink the curvature's off-diagonal part by its noise share
         (:func:`shrink_to_diagonal`; see :func:`full_rank_curvature`).
+    curvature_moments : {"window", "late"}, default="window"
+        The moments the curvature is read from (:func:`full_rank_curvature`'s
+        ``moments``).
     random_state : int, Generator or None
 
     Returns
@@ -207,7 +229,8 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
     """
     rng = np.random.default_rng(random_state)
     n = int(release.n_params)
-    H = full_rank_curvature(release, prior_scale, flat_directions, curvature_shrinkage)
+    H = full_rank_curvature(release, prior_scale, flat_directions, curvature_shrinkage,
+                            curvature_moments)
     lam, V = np.linalg.eigh(H)
     H_inv = (V / lam) @ V.T
     kappa = float(release.sampling_rate)

@@ -177,11 +177,50 @@ def test_noise_free_run_reads_the_posterior_curvature():
     assert info["covariance"].shape == (n, n)
 
 
+def test_closed_form_pieces_are_the_expectations_of_the_monte_carlo_ones():
+    m, rho, U, _, X, y = _random_step_inputs(n=4, B=12)
+    mc = _FullRankStep(4, 1000, 1.3, 1.0, 1.0, 1e9)
+    exact = _FullRankStep(4, 1000, 1.3, 1.0, 1.0, 1e9, closed_form=True)
+    factors = mc.factors(rho, U)
+    eps = torch.randn(200_000, 4, generator=torch.Generator().manual_seed(1),
+                      dtype=torch.float64)
+    draws = mc.pieces(m, rho, factors, eps, X, y)
+    expected = exact.pieces(m, rho, factors, None, X, y)
+    # w_bar, r_m, V, R and the rho rows: Monte Carlo averages over S = 200,000 draws,
+    # each within 6 of its standard errors' bound (|sigmoid - y| <= 1, |eps| ~ 1)
+    se = 1.0 / np.sqrt(len(eps))
+    prior = (float(m.abs().max()) + 1.0) / (1.3**2 * 1000)
+    rows = 4 * float(X.abs().max()) * (1.0 + float(U.abs().max()))
+    for got, want, scale in zip(draws[:5], expected[:5], (1.0, prior, 1.0, prior, rows)):
+        torch.testing.assert_close(got, want, rtol=0, atol=6 * se * scale)
+    # without the draws' noise a row's U gradient is |s_j x_j| |V_k| <= |L^T x| / 4 deep
+    V = expected[2]
+    assert torch.all(V.norm(dim=-1) <= 0.25 * (X @ factors[2]).norm(dim=-1) + 1e-12)
+
+
+def test_closed_form_run_sees_the_monte_carlo_run_s_subsamples_and_noise():
+    rng = np.random.default_rng(3)
+    X = np.c_[rng.standard_normal((400, 2)), np.ones(400)]
+    y = (rng.random(400) < 0.4).astype(float)
+    settings = dict(prior_scale=1.0, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=0.1,
+                    n_steps=1, burn_in=0, learning_rate=1e-3, preconditioner=10.0,
+                    random_state=7)
+    # one step from m = 0 at scales 0.01: the logits' spread is negligible, so the two
+    # kinds of gradient agree wherever the batch and the noise are the same
+    mc = run_dpvi_full_rank(X, y, **settings)
+    exact = run_dpvi_full_rank(X, y, elbo_gradients="closed_form", **settings)
+    other = run_dpvi_full_rank(X, y, elbo_gradients="closed_form", **{**settings,
+                                                                       "random_state": 8})
+    np.testing.assert_allclose(exact.mean_gradient, mc.mean_gradient, atol=0.02)
+    assert np.abs(other.mean_gradient - mc.mean_gradient).max() > 0.5
+
+
 @pytest.mark.parametrize("bad, name", [(dict(sampling_rate=1.5), "sampling_rate"),
                                        (dict(burn_in=10), "burn_in"),
                                        (dict(scale_noise=0.0), "scale_noise"),
                                        (dict(mean_clip_share=1.0), "mean_clip_share"),
-                                       (dict(mean_clip_share=-0.5), "mean_clip_share")])
+                                       (dict(mean_clip_share=-0.5), "mean_clip_share"),
+                                       (dict(elbo_gradients="exact"), "elbo_gradients")])
 def test_bad_settings_name_the_parameter(bad, name):
     settings = dict(prior_scale=1.0, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.5,
                     n_steps=10, burn_in=2, learning_rate=1e-3, preconditioner=10.0)
@@ -286,6 +325,30 @@ def test_release_halves_average_to_the_window_moments():
         halves = [h[name] for h in release.half_moments]
         np.testing.assert_allclose((first * halves[0] + second * halves[1]) / release.count,
                                    getattr(release, name), rtol=1e-12)
+
+
+def test_late_moments_read_the_second_half_and_shrink_by_its_own_noise():
+    from skdpvi.noise_aware.full_rank import _stationarity_curvature
+    X, y = _lockstep_data(R=1, N=400)[0]
+    release = run_dpvi_full_rank(X, y, random_state=0, clip_norm=1.0, learning_rate=1e-3,
+                                 **{**_LOCKSTEP, "n_steps": 151})
+    n = release.n_params
+    late = full_rank_curvature(release, moments="late")
+    np.testing.assert_allclose(late, _stationarity_curvature(n, **release.half_moments[1]),
+                               rtol=1e-12)
+    assert not np.allclose(late, full_rank_curvature(release))
+    # a half's estimate has twice the window's noise variance: shrunk at least as far
+    H1, H2 = (_stationarity_curvature(n, **m) for m in release.half_moments)
+    once = shrink_to_diagonal(late, H1, H2)
+    twice = shrink_to_diagonal(late, H1, H2, noise_scale=2.0)
+    off = ~np.eye(n, dtype=bool)
+    share = [1 - np.sum(S[off] * late[off]) / np.sum(late[off] ** 2) for S in (once, twice)]
+    assert 0 < share[0] < share[1] <= 1
+    np.testing.assert_allclose(share[1], min(1.0, 2 * share[0]), rtol=1e-9)
+    np.testing.assert_allclose(full_rank_curvature(release, shrinkage=True, moments="late"),
+                               twice, rtol=1e-12)
+    with pytest.raises(ValueError, match="moments"):
+        full_rank_curvature(release, moments="early")
 
 
 def _shrink_share(H_hat, H1, H2):

@@ -92,6 +92,7 @@ def test_tarp_study_in_lockstep_equals_the_study_fit_one_by_one():
     ({"error_model": "dense"}, (600, 3), "mean_field"),   # mean-field options set
     ({"inference": "emcee"}, (600, 3), "mean_field"),
     ({"decorrelation": 0.1}, (600, 3), "mean_field"),
+    ({"elbo_gradients": "closed_form"}, (600, 3), "full_rank"),  # both families have it
     ({"variational_family": "mean_field"}, (600, 3), "mean_field"),
     ({"variational_family": "full_rank"}, (600, 30), "full_rank"),
 ])
@@ -99,6 +100,26 @@ def test_auto_family_follows_the_public_shape_and_options(params, shape, family)
     est = DPBayesianLogisticRegression(**params)
     assert est.variational_family == params.get("variational_family", "auto")
     assert est._family_for(np.zeros(shape)) == family
+
+
+def test_closed_form_gradients_reach_the_full_rank_engine(monkeypatch):
+    from skdpvi.linear_model import _logistic_full_rank
+    seen = []
+    engine = _logistic_full_rank.run_dpvi_full_rank
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["elbo_gradients"])
+        return engine(*args, **kwargs)
+
+    monkeypatch.setattr(_logistic_full_rank, "run_dpvi_full_rank", spy)
+    X, y = _data()
+    fits = [DPBayesianLogisticRegression(max_iter=300, elbo_gradients=kind, random_state=0)
+            .fit(X, y) for kind in ("closed_form", "monte_carlo")]
+    assert seen == ["closed_form", "monte_carlo"]
+    assert all(est.variational_family_ == "full_rank" for est in fits)
+    # the same subsamples and noise, different gradients: close, not equal
+    assert not np.array_equal(fits[0].coef_, fits[1].coef_)
+    np.testing.assert_allclose(fits[0].coef_, fits[1].coef_, atol=0.5)
 
 
 def test_auto_fits_record_the_family_and_equal_the_explicit_one():
