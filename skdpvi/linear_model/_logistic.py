@@ -84,9 +84,9 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         over ``n_mc_samples`` reparameterised draws shared by the batch (the
         paper's DPVI); "closed_form" takes the exact expectation over the
         variational posterior (Gauss-Hermite quadrature of each example's Gaussian
-        logit), which removes the Monte Carlo noise from the released gradients.
-        Sampling, clipping, noise and accounting are the same; measured, neither
-        calibrates better (results page).
+        logit), which removes the Monte Carlo noise from the released gradients
+        (either ``variational_family``). Sampling, clipping, noise and accounting
+        are the same; measured, neither calibrates better (results page).
     burn_in : float or int, default=0.2
         Fraction of max_iter (float) or number of steps (int) discarded before the
         post-processing.
