@@ -257,19 +257,20 @@ _LOCKSTEP = dict(prior_scale=1.0, noise_multiplier=2.0, sampling_rate=0.1, n_ste
                  burn_in=30, preconditioner=20.0)
 
 
-def test_lockstep_runs_equal_their_single_runs():
+@pytest.mark.parametrize("gradients", ["monte_carlo", "closed_form"])
+def test_lockstep_runs_equal_their_single_runs(gradients):
     # per-run clip norms and steps; the runs' batches differ in size every step, so
     # the padding rows (weight 0) must change neither the sums nor the clip counts
     data = _lockstep_data()
     clips, lrs = [1.0, 3.0, 0.5], [2e-3, 1e-3, 3e-3]
     releases, clipped = run_dpvi_full_rank_batched(
         data, random_states=[7, 8, 9], clip_norm=clips, learning_rate=lrs,
-        return_clipped=True, **_LOCKSTEP)
+        return_clipped=True, elbo_gradients=gradients, **_LOCKSTEP)
     for (X, y), seed, c, lr, got, got_clipped in zip(data, [7, 8, 9], clips, lrs, releases,
                                                      clipped):
         want, want_clipped = run_dpvi_full_rank(X, y, random_state=seed, clip_norm=c,
                                                 learning_rate=lr, return_clipped=True,
-                                                **_LOCKSTEP)
+                                                elbo_gradients=gradients, **_LOCKSTEP)
         for name in ("phi", "mean_phi", "mean_gradient", "mean_outer", "scale_moments",
                      "diagonal_moments", "entropy", "learning_rate", "preconditioner"):
             np.testing.assert_allclose(getattr(got, name), getattr(want, name),
