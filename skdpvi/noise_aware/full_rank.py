@@ -39,7 +39,12 @@ centre past the truth along the coefficient vector (radial z +0.43 -> -0.31 on t
 Gaussian features), yet it gives the best prior-reference TARP of the corrections
 measured (none: 0.13-0.15; half of it: 0.06-0.09; it: 0.01-0.05); and where the
 engine clips many scale rows (a fifth or more on 1,000-5,000 rows) the curvature
-reads soft and the intervals lean wide (z sds down to 0.82).
+reads soft and the intervals lean wide (z sds down to 0.82). Against the exact
+variational optimum (results page, "What the full-rank curvature reads wrong") the
+window's curvature is too stiff along the coefficients, where the trace has not
+settled within 10,000 steps (``moments="late"`` reads the settled half), and too soft
+across them, from the scale block's clipping; the two partly cancel, and neither
+repair alone measured better.
 """
 
 import numpy as np
