@@ -198,7 +198,7 @@ def test_closed_form_pieces_are_the_expectations_of_the_monte_carlo_ones():
     assert torch.all(V.norm(dim=-1) <= 0.25 * (X @ factors[2]).norm(dim=-1) + 1e-12)
 
 
-def test_closed_form_run_sees_the_monte_carlo_run_s_subsamples_and_noise():
+def test_closed_form_run_sees_the_same_subsamples_and_noise():
     rng = np.random.default_rng(3)
     X = np.c_[rng.standard_normal((400, 2)), np.ones(400)]
     y = (rng.random(400) < 0.4).astype(float)
