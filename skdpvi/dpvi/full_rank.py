@@ -15,7 +15,8 @@ so the gradients of U release the correlations too: at the optimum
 
 Each step is the mean-field engine's, on the larger phi: a Poisson subsample
 (:func:`~skdpvi.dpvi.sampling._poisson_block`), centred Monte Carlo draws shared by
-the batch, per-example gradients of the negative ELBO (the prior and entropy terms
+the batch (or, with ``elbo_gradients="closed_form"``, the exact expectations they
+estimate), per-example gradients of the negative ELBO (the prior and entropy terms
 divided by N, as in :mod:`~skdpvi.dpvi.gradients`) multiplied by the preconditioner
 beta, clipped to norm C, summed, ``N(0, (sigma C)^2 I)`` noise added, divided by beta.
 No (B, n^2) block is formed: the U rows' norms and clipped sum come from products of
