@@ -51,7 +51,9 @@ def _engine_overrides(engine):
 #: the curvature shrunk to its diagonal by its noise share).
 CORRECTIONS = {"probit": (1.0, False), "none": (0.0, False), "half": (0.5, False),
                "shrunk": (1.0, True), "shrunk_radial": (1.0, "radial"),
-               "late_radial": (1.0, "radial", "late"), "late": (1.0, False, "late")}
+               "late_radial": (1.0, "radial", "late"), "late": (1.0, False, "late"),
+               "radial_x1.5": (1.5, "radial"), "radial_x2": (2.0, "radial"),
+               "radial_x3": (3.0, "radial"), "once": (1.0, "radial", "window", True)}
 
 
 def _draws(est, variant):
@@ -60,13 +62,15 @@ def _draws(est, variant):
     same release)."""
     from skdpvi.noise_aware import remove_wander_bias
 
-    factor, shrink, *moments = variant
+    factor, shrink, *rest = variant
+    moments, once = (list(rest) + ["window", False][len(rest):])[:2]
     directions = est._onehot_flat_directions()
     components, info = full_rank_posterior(
         est.dpvi_result_, prior_scale=est.prior_scale, random_state=est._fit_seeds().post,
         flat_directions=directions if len(directions) else None,
-        curvature_shrinkage=shrink, curvature_moments=(moments or ["window"])[0])
-    if factor:
+        curvature_shrinkage=shrink, curvature_moments=moments, prior_once=once,
+        wander_correction=bool(once and factor))
+    if factor and not once:
         width = factor * full_rank_wander_width(est.dpvi_result_, info["curvature"],
                                                 est.prior_scale)
         components.mean = remove_wander_bias(components.mean, width,

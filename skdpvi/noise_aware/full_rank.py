@@ -198,7 +198,7 @@ def full_rank_wander_width(release, H, prior_scale):
 def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0,
                         flat_directions=None, wander_correction=False,
                         curvature_shrinkage=False, curvature_moments="window",
-                        random_state=None):
+                        prior_once=False, random_state=None):
     """Mixture posterior of the parameters from a full-rank DPVI run.
 
     Parameters
@@ -222,6 +222,13 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
     curvature_moments : {"window", "late"}, default="window"
         The moments the curvature is read from (:func:`full_rank_curvature`'s
         ``moments``).
+    prior_once : bool, default=False
+        Combine the release's estimate of the optimum with the model's prior
+        ``N(0, prior_scale^2 I)`` once (:func:`_prior_once`): the optimum is the
+        posterior mode, the prior already in it, so its DP error is an error of the
+        likelihood's part. False: the paper's mixture, ``N(m*_i, H^-1)`` with ``m*_i``
+        drawn around the estimate (the gradient model's prior ``prior_sd``), which
+        counts the prior inside each component but not against the DP error.
     random_state : int, Generator or None
 
     Returns
@@ -245,6 +252,18 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
     estimate = x_bar - K_inv @ np.asarray(release.mean_gradient, float)
     # error K^-1 Q K^-1 / n, combined with N(x_bar, prior_sd^2 I): in K's eigenbasis
     error = noise_var / (kappa * lam) ** 2 / release.count
+    if prior_once:
+        info = {"curvature": H, "component_covariance": H_inv}
+        if wander_correction:
+            info["wander_width"] = full_rank_wander_width(release, H, prior_scale)
+            estimate = remove_wander_bias(estimate[None], info["wander_width"],
+                                          prior_scale=prior_scale, covariance=H_inv)[0]
+        mean, cov = _prior_once(estimate, (V * error) @ V.T, H, prior_scale)
+        info["covariance"] = cov - H_inv
+        lam_c, V_c = np.linalg.eigh(0.5 * (info["covariance"] + info["covariance"].T))
+        means = mean + (rng.standard_normal((int(n_components), n))
+                        * np.sqrt(np.maximum(lam_c, 0.0))) @ V_c.T
+        return GaussianComponents(means, _psd_cholesky(H_inv)), info
     var = 1.0 / (1.0 / error + 1.0 / prior_sd**2)
     mean = x_bar + V @ (var / error * (V.T @ (estimate - x_bar)))
     cov = (V * var) @ V.T
@@ -255,3 +274,28 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
         means = remove_wander_bias(means, info["wander_width"], prior_scale=prior_scale,
                                    covariance=H_inv)
     return GaussianComponents(means, _psd_cholesky(H_inv)), info
+
+
+def _prior_once(estimate, error, H, prior_scale):
+    """The posterior ``N(M, V)`` from a noisy estimate of the posterior mode.
+
+    The mode ``m* = H^-1 H_lik m_lik`` carries the prior (``H = H_lik + I / tau^2``);
+    the likelihood alone says ``theta ~ N(m_lik, H_lik^-1)``, and the release's
+    estimate of it, ``H_lik^-1 H estimate``, errs by ``H_lik^-1 H E H H_lik^-1``
+    (E the estimate's error). The prior applied once to their sum:
+
+        V^-1 = I / tau^2 + H_lik B^-1 H_lik,   M = V H_lik B^-1 H estimate,
+        B = H_lik + H E H,
+
+    which needs no inverse of H_lik (flat along declared one-hot directions). With
+    ``E = 0`` it is ``N(estimate, H^-1)``; ``V >= H^-1`` always.
+    """
+    n = len(estimate)
+    tau2 = float(prior_scale) ** 2
+    H_lik = H - np.eye(n) / tau2
+    B = H_lik + H @ error @ H
+    B = 0.5 * (B + B.T)
+    H_lik_B = np.linalg.solve(B, H_lik).T            # H_lik B^-1 (B, H_lik symmetric)
+    precision = np.eye(n) / tau2 + H_lik_B @ H_lik
+    cov = np.linalg.inv(0.5 * (precision + precision.T))
+    return cov @ (H_lik_B @ (H @ estimate)), 0.5 * (cov + cov.T)
