@@ -6,10 +6,11 @@ optimum ``m_vi`` of the same ELBO (:func:`full_rank_vi_reference.vi_optimum`), t
 Jensen shift the correction removes (``(pi / 16) w H^-1 H_lik mu0``, from the release
 alone) and the one computed from the private data (``H_vi^-1 b`` with ``b = 1/2
 sum_i E_q[sigma''(x_i theta)] x_i^T S x_i x_i``, S the window's covariance of the
-means). Reported, medians over the simulations, every vector whitened by the
-posterior's stated covariance: the size of ``mu0 - m_vi`` and of both shifts; the
-coefficient of ``mu0 - m_vi`` on the data's shift (1: the Jensen shift is all of the
-systematic error) and of the release's shift on it (1: the release reads it right).
+means). Reported, means over the simulations, every vector whitened by the
+posterior's stated covariance: the size of ``mu0 - m_vi`` and of the data's shift,
+and the components of ``mu0 - m_vi`` and of the release's shift along the data's
+shift, averaged over the simulations (their ratios to its size: 1 when the Jensen
+shift is all of the systematic error along it, and when the release reads it right).
 
 Run::
 
@@ -66,12 +67,13 @@ def one(cell, path):
     wander = np.einsum("ij,jk,ik->i", rows, release.wander_covariance, rows)
     data_shift = -S_vi @ (0.5 * (second * wander) @ rows)
     whiten = np.linalg.cholesky(np.linalg.inv(info["covariance"] + info["component_covariance"])).T
-    error = mu0 - m_vi
-    return dict(seed=seed, error=float(np.linalg.norm(whiten @ error)),
-                data_shift=float(np.linalg.norm(whiten @ data_shift)),
+    error, shift = whiten @ (mu0 - m_vi), whiten @ data_shift
+    direction = shift / np.linalg.norm(shift)
+    return dict(seed=seed, error=float(np.linalg.norm(error)),
+                data_shift=float(np.linalg.norm(shift)),
                 release_shift=float(np.linalg.norm(whiten @ release_shift)),
-                error_on_data=float(error @ data_shift / (data_shift @ data_shift)),
-                release_on_data=float(release_shift @ data_shift / (data_shift @ data_shift)))
+                error_along_shift=float(error @ direction),
+                release_along_shift=float(whiten @ release_shift @ direction))
 
 
 def main():
@@ -83,14 +85,17 @@ def main():
     args = parser.parse_args()
     paths = sorted(glob.glob(os.path.join(args.cache, f"{args.cell}_*.pkl")))
     rows = Parallel(n_jobs=args.n_jobs)(delayed(one)(args.cell, p) for p in paths)
-    medians = {k: float(np.median([r[k] for r in rows])) for k in rows[0] if k != "seed"}
-    print(f"{args.cell}: {len(rows)} fits; whitened |mu0 - m_vi| {medians['error']:.2f}, "
-          f"data's Jensen shift {medians['data_shift']:.2f}, the release's "
-          f"{medians['release_shift']:.2f}; coefficient of the error on the data's shift "
-          f"{medians['error_on_data']:.2f}, of the release's shift on it "
-          f"{medians['release_on_data']:.2f}")
+    means = {k: float(np.mean([r[k] for r in rows])) for k in rows[0] if k != "seed"}
+    se = float(np.std([r["error_along_shift"] for r in rows]) / np.sqrt(len(rows)))
+    print(f"{args.cell}: {len(rows)} fits; mean whitened |mu0 - m_vi| {means['error']:.2f}; "
+          f"along the data's Jensen shift (mean size {means['data_shift']:.3f}) the error is "
+          f"{means['error_along_shift']:.3f} +- {se:.3f} (ratio "
+          f"{means['error_along_shift'] / means['data_shift']:.2f}) and the release's shift "
+          f"{means['release_along_shift']:.3f} (ratio "
+          f"{means['release_along_shift'] / means['data_shift']:.2f})")
     save(f"{args.save}_{args.cell}", {"machine": machine(), "args": vars(args),
-                                      "medians": medians, "simulations": rows})
+                                      "means": means, "error_along_shift_se": se,
+                                      "simulations": rows})
 
 
 if __name__ == "__main__":
