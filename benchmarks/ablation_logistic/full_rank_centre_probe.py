@@ -60,7 +60,9 @@ def _late_newton_draws(est):
     return fr._draws(est, DEFAULT)
 
 
-def one(cell, path):
+def load_fit(cell, path):
+    """A cached fit of ``full_rank.py --cache``: (seed, estimator, theta, the engine's
+    rows, the 0/1 targets, and the exact VI optimum ``(m_vi, S_vi)``)."""
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     seed = int(path.rsplit("_", 1)[1][:-4])
@@ -68,7 +70,12 @@ def one(cell, path):
         est, _ = pickle.load(f)
     theta, X, y = simulate(_rule_cell(cell), seed)
     X_checked, y01 = est._fit_inputs(X, y)
-    m_vi, S_vi = vi_optimum(est._full_rank_rows(X_checked), y01, prior_scale(cell))
+    rows = est._full_rank_rows(X_checked)
+    return (seed, est, theta, rows, y01) + vi_optimum(rows, y01, prior_scale(cell))
+
+
+def one(cell, path):
+    seed, est, theta, _, _, m_vi, S_vi = load_fit(cell, path)
     ours = fr._draws(est, DEFAULT)
     mean, cov = ours.mean(0), np.cov(ours.T)
     rng = np.random.default_rng(seed)

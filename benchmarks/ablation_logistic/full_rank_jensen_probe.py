@@ -22,12 +22,9 @@ Run::
 import argparse
 import glob
 import os
-import pickle
 import sys
-import warnings
 
 import numpy as np
-import torch
 from joblib import Parallel, delayed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,22 +32,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _common import machine, save  # noqa: E402
-from full_rank_vi_reference import vi_optimum  # noqa: E402
-from release_cache import CELLS, _rule_cell, prior_scale, simulate  # noqa: E402
+from full_rank_centre_probe import load_fit  # noqa: E402
+from release_cache import CELLS, prior_scale  # noqa: E402
 from skdpvi.noise_aware import full_rank_posterior, full_rank_wander_width  # noqa: E402
 
 
 def one(cell, path):
-    warnings.simplefilter("ignore")
-    torch.set_num_threads(1)
-    seed = int(path.rsplit("_", 1)[1][:-4])
-    with open(path, "rb") as f:
-        est, _ = pickle.load(f)
-    theta, X, y = simulate(_rule_cell(cell), seed)
-    X_checked, y01 = est._fit_inputs(X, y)
-    rows = est._full_rank_rows(X_checked)
+    seed, est, _, rows, _, m_vi, S_vi = load_fit(cell, path)
     tau = prior_scale(cell)
-    m_vi, S_vi = vi_optimum(rows, y01, tau)
     release = est.dpvi_result_
     components, info = full_rank_posterior(release, prior_scale=tau, n_components=4000,
                                            curvature_shrinkage="radial", random_state=0)
