@@ -299,15 +299,16 @@ def _prior_once(estimate, error, H, prior_scale):
         V^-1 = I / tau^2 + H_lik B^-1 H_lik,   M = V H_lik B^-1 H estimate,
         B = H_lik + H E H,
 
-    which needs no inverse of H_lik (flat along declared one-hot directions). With
-    ``E = 0`` it is ``N(estimate, H^-1)``; ``V >= H^-1`` always.
+    which needs no inverse of H_lik (flat along declared one-hot directions; where
+    both H_lik and E vanish along a direction, B's pseudo-inverse leaves the prior
+    there). With ``E = 0`` it is ``N(estimate, H^-1)`` (the estimate's part along flat
+    directions, where the mode is the prior's 0, dropped); ``V >= H^-1`` always.
     """
     n = len(estimate)
     tau2 = float(prior_scale) ** 2
     H_lik = H - np.eye(n) / tau2
     B = H_lik + H @ error @ H
-    B = 0.5 * (B + B.T)
-    H_lik_B = np.linalg.solve(B, H_lik).T            # H_lik B^-1 (B, H_lik symmetric)
+    H_lik_B = H_lik @ np.linalg.pinv(0.5 * (B + B.T), hermitian=True)
     precision = np.eye(n) / tau2 + H_lik_B @ H_lik
     cov = np.linalg.inv(0.5 * (precision + precision.T))
     return cov @ (H_lik_B @ (H @ estimate)), 0.5 * (cov + cov.T)

@@ -431,6 +431,10 @@ def test_prior_once_is_the_exact_posterior_given_the_noisy_mode():
     H_flat = np.diag([2.0, 0.0, 3.0]) + np.eye(3) / tau**2
     mean, cov = _prior_once(np.ones(3), 0.1 * np.eye(3), H_flat, tau)
     assert abs(mean[1]) < 1e-12 and abs(cov[1, 1] - tau**2) < 1e-12
+    # ... also without DP error (noise_multiplier=0), where B is singular along it
+    mean, cov = _prior_once(np.ones(3), np.zeros((3, 3)), H_flat, tau)
+    np.testing.assert_allclose(cov, np.linalg.inv(H_flat), atol=1e-12)
+    np.testing.assert_allclose(mean, [1.0, 0.0, 1.0], atol=1e-12)
 
 
 def test_prior_once_passes_prior_references_where_the_plug_in_mixture_fails():
@@ -463,3 +467,35 @@ def test_prior_once_passes_prior_references_where_the_plug_in_mixture_fails():
     # ... prior references reject it; the prior applied once passes both
     assert tarp(plug_in, refs) > 0.1
     assert tarp(once, refs) < 0.065 and tarp(once) < 0.065  # K = 150: 90 % of calibrated < 0.055
+
+
+def test_full_rank_posterior_with_the_prior_once_pulls_the_noisy_centre_towards_zero():
+    rng = np.random.default_rng(8)
+    n = 3
+    M = rng.standard_normal((n, n))
+    H = M @ M.T + 2 * np.eye(n)
+    L = np.linalg.cholesky(np.linalg.inv(H))
+    s = np.diag(L).copy()
+    release = _release_at(L, (s, L / s[:, None]), n)
+    centre = np.array([1.5, -1.0, 0.3])
+    release.mean_phi = np.r_[centre, np.zeros(full_rank_size(n) - n)]
+    release.noise_multiplier, release.count = 3.0, 400   # the DP error dominates
+    plug_in, info = full_rank_posterior(release, prior_scale=1.0, random_state=0,
+                                        n_components=20000)
+    once, info_once = full_rank_posterior(release, prior_scale=1.0, prior_once=True,
+                                          random_state=0, n_components=20000)
+    np.testing.assert_allclose(info_once["component_covariance"], np.linalg.inv(H), rtol=1e-8)
+    # the exact posterior given the noisy mode (error K^-1 Q K^-1 / n, K = kappa H)
+    E = release.noise_std[0] ** 2 / release.sampling_rate**2 \
+        * np.linalg.matrix_power(np.linalg.inv(H), 2) / release.count
+    back = np.linalg.solve(H - np.eye(n), H)
+    C = np.linalg.inv(H - np.eye(n)) + back @ E @ back.T
+    V = np.linalg.inv(np.eye(n) + np.linalg.inv(C))
+    np.testing.assert_allclose(info_once["covariance"] + np.linalg.inv(H), V, rtol=1e-8)
+    m_once = once.mean.mean(0)
+    sd = np.sqrt(np.diag(V))
+    assert np.all(np.abs(m_once - V @ np.linalg.solve(C, back @ centre)) < 5 * sd / 140)
+    # the plug-in stays at the estimate; the prior pulls the centre towards 0
+    m = plug_in.mean.mean(0)
+    assert np.all(np.abs(m - centre) < 5 * np.sqrt(np.diag(info["covariance"])) / 140)
+    assert 0.5 < (m_once @ centre) / (centre @ centre) < 0.95
