@@ -48,7 +48,8 @@ def _engine_overrides(engine):
 
 
 #: Post-processing variants of one release: (the wander correction's width times this,
-#: the curvature shrunk to its diagonal by its noise share).
+#: the curvature shrunk to its diagonal by its noise share[, the moments it is read
+#: from, the prior applied once (``full_rank_posterior(prior_once=True)``)]).
 CORRECTIONS = {"probit": (1.0, False), "none": (0.0, False), "half": (0.5, False),
                "shrunk": (1.0, True), "shrunk_radial": (1.0, "radial"),
                "late_radial": (1.0, "radial", "late"), "late": (1.0, False, "late"),
