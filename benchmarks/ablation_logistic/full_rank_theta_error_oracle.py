@@ -29,12 +29,9 @@ Run::
 import argparse
 import glob
 import os
-import pickle
 import sys
-import warnings
 
 import numpy as np
-import torch
 from joblib import Parallel, delayed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,7 +40,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import full_rank as fr  # noqa: E402
 from _common import machine, save  # noqa: E402
-from release_cache import CELLS, _rule_cell, describe, prior_scale, score, simulate  # noqa: E402
+from full_rank_centre_probe import load_fit  # noqa: E402
+from release_cache import CELLS, describe, prior_scale, score  # noqa: E402
 from skdpvi.noise_aware import full_rank_curvature, full_rank_wander_width  # noqa: E402
 from skdpvi.noise_aware.wander_bias import remove_wander_bias  # noqa: E402
 
@@ -55,14 +53,7 @@ def _log_normal(x, mean, cov):
 
 
 def one(cell, path, n_proposals):
-    warnings.simplefilter("ignore")
-    torch.set_num_threads(1)
-    seed = int(path.rsplit("_", 1)[1][:-4])
-    with open(path, "rb") as f:
-        est, _ = pickle.load(f)
-    theta, X, y = simulate(_rule_cell(cell), seed)
-    X_checked, _ = est._fit_inputs(X, y)
-    rows = est._full_rank_rows(X_checked)
+    seed, est, theta, rows, _ = load_fit(cell, path, exact=False)
     tau = prior_scale(cell)
     release = est.dpvi_result_
     n, kappa = release.n_params, release.sampling_rate
