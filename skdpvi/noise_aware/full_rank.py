@@ -262,7 +262,7 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
     noise_var = float(release.noise_std[0]) ** 2
     x_bar = np.asarray(release.mean_phi, float)[:n]
     estimate = x_bar - K_inv @ np.asarray(release.mean_gradient, float)
-    # error K^-1 Q K^-1 / n, combined with N(x_bar, prior_sd^2 I): in K's eigenbasis
+    # error K^-1 Q K^-1 / n, in K's eigenbasis
     error = noise_var / (kappa * lam) ** 2 / release.count
     if prior_once:
         info = {"curvature": H, "component_covariance": H_inv}
@@ -272,10 +272,10 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
                                           prior_scale=prior_scale, covariance=H_inv)[0]
         mean, cov = _prior_once(estimate, (V * error) @ V.T, H, prior_scale)
         info["covariance"] = cov - H_inv
-        lam_c, V_c = np.linalg.eigh(0.5 * (info["covariance"] + info["covariance"].T))
-        means = mean + (rng.standard_normal((int(n_components), n))
-                        * np.sqrt(np.maximum(lam_c, 0.0))) @ V_c.T
+        means = mean + rng.standard_normal((int(n_components), n)) \
+            @ _psd_cholesky(info["covariance"]).T
         return GaussianComponents(means, _psd_cholesky(H_inv)), info
+    # combined with the gradient model's prior N(x_bar, prior_sd^2 I)
     var = 1.0 / (1.0 / error + 1.0 / prior_sd**2)
     mean = x_bar + V @ (var / error * (V.T @ (estimate - x_bar)))
     cov = (V * var) @ V.T
