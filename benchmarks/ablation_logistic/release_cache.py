@@ -100,7 +100,12 @@ HOLDOUT = {"rho05ps2": ("gaussian", 8, 3000, 0.5, 1.0, 2.0),
            # are not from the estimator's prior, so only coverage and z-scores count
            "rare": ("rare", 5, 5000, 0.0, 1.0, 3.0),
            # rarer still: intercepts N(-5, 0.5^2) (rho holds the intercepts' mean)
-           "rare5": ("rare", 5, 5000, -5.0, 1.0, 3.0)}
+           "rare5": ("rare", 5, 5000, -5.0, 1.0, 3.0),
+           # fortieth session: 0/1 features with P(1) = rho (uncentred, as dummy-coded
+           # data are; the public API's binary hold-out), and the same centred at the
+           # middle of their public range (x - 0.5)
+           "bin03d6": ("binary", 6, 10000, 0.3, 1.0, 1.0),
+           "bin03d6c": ("binary_centred", 6, 10000, 0.3, 1.0, 1.0)}
 #: issue 14's benchmark with its block declared, at epsilon 1 and 0.3
 CELLS = dict(RULE_CELLS, corrb=RULE_CELLS["corr"], corrb03=RULE_CELLS["corr03"], **HOLDOUT)
 BLOCKS = {"corrb": [[6, 7, 8, 9]], "corrb03": [[6, 7, 8, 9]]}
@@ -123,6 +128,8 @@ def simulate(cell, seed):
     design, d, n, rho, _, scale = HOLDOUT[cell]
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, d))
+    if design.startswith("binary"):
+        X = (rng.random((n, d)) < rho).astype(float) - (0.5 if design == "binary_centred" else 0.0)
     if design == "toeplitz":  # AR(1): corr(x_j, x_k) = rho^|j - k|
         lags = np.abs(np.subtract.outer(np.arange(d), np.arange(d)))
         X = X @ np.linalg.cholesky(rho ** lags).T
