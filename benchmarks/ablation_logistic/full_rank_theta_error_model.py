@@ -43,9 +43,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 import full_rank as fr  # noqa: E402
 from _common import machine, save  # noqa: E402
 from full_rank_centre_probe import load_fit  # noqa: E402
+from full_rank_theta_error_oracle import release_estimate  # noqa: E402
 from release_cache import describe, prior_scale, score  # noqa: E402
-from skdpvi.noise_aware import full_rank_curvature, full_rank_wander_width  # noqa: E402
-from skdpvi.noise_aware.wander_bias import remove_wander_bias  # noqa: E402
 
 _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(48)
 _GH_W = _GH_W / _GH_W.sum()
@@ -149,12 +148,7 @@ def one(cell, path, n_proposals, modes):
     release = est.dpvi_result_
     n, kappa = release.n_params, release.sampling_rate
     noise_var = float(release.noise_std[0]) ** 2
-    H = full_rank_curvature(release, tau, None, fr.CORRECTIONS["shrunk_radial"][1])
-    H_inv = np.linalg.inv(H)
-    c = np.asarray(release.mean_phi, float)[:n] \
-        - np.linalg.solve(kappa * H, np.asarray(release.mean_gradient, float))
-    c = remove_wander_bias(c[None], full_rank_wander_width(release, H, tau),
-                           prior_scale=tau, covariance=H_inv)[0]
+    H, H_inv, c = release_estimate(release, tau)
     eye = np.eye(n)
     H_lik_c = _psd(H - eye / tau**2)
     rng = np.random.default_rng(seed)

@@ -52,18 +52,26 @@ def _log_normal(x, mean, cov):
     return -0.5 * (diff @ np.linalg.solve(cov, diff) + logdet)
 
 
-def one(cell, path, n_proposals):
-    seed, est, theta, rows, _ = load_fit(cell, path, exact=False)
-    tau = prior_scale(cell)
-    release = est.dpvi_result_
+def release_estimate(release, tau):
+    """The default's curvature H, its inverse and its estimate c of the mode (the
+    window's mean of the means, its Newton step and the wander correction)."""
     n, kappa = release.n_params, release.sampling_rate
-    noise_var = float(release.noise_std[0]) ** 2
     H = full_rank_curvature(release, tau, None, fr.CORRECTIONS["shrunk_radial"][1])
     H_inv = np.linalg.inv(H)
     c = np.asarray(release.mean_phi, float)[:n] \
         - np.linalg.solve(kappa * H, np.asarray(release.mean_gradient, float))
     c = remove_wander_bias(c[None], full_rank_wander_width(release, H, tau),
                            prior_scale=tau, covariance=H_inv)[0]
+    return H, H_inv, c
+
+
+def one(cell, path, n_proposals):
+    seed, est, theta, rows, _ = load_fit(cell, path, exact=False)
+    tau = prior_scale(cell)
+    release = est.dpvi_result_
+    n, kappa = release.n_params, release.sampling_rate
+    noise_var = float(release.noise_std[0]) ** 2
+    H, H_inv, c = release_estimate(release, tau)
 
     def error(Ht):
         Ht_inv = np.linalg.inv(Ht)
