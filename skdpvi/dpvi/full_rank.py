@@ -42,7 +42,7 @@ from .full_rank_step import (DEFAULT_MEAN_CLIP_SHARE, DEFAULT_SCALE_NOISE, _Full
 from .sampling import _generator
 from .statistics import TraceStatistics
 from .threads import _limit_threads, _resolve_threads
-from .validation import _check_settings
+from .validation import _check_settings, _check_start
 
 __all__ = ["FullRankRelease", "run_dpvi_full_rank", "run_dpvi_full_rank_batched"]
 
@@ -167,7 +167,12 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
         ``|L^T x| / 4`` instead of growing with its residual, so far fewer scale rows
         clip.
     init_scale : float, default=0.01
-        softplus(rho) at the start (U starts at 0).
+        softplus(rho) at the start (U starts at 0); finite and > 0. Where the scales
+        have not settled, the curvature read off the window keeps the side they came
+        from: from 0.01 it reads too stiff along the likelihood's flattest direction
+        (too narrow on uncentred 0/1 features), from the prior's scale too soft (far
+        too wide on correlated designs); results page, "Uncentred 0/1 features, where
+        the full-rank scales start, and the error's theta-dependence from a model".
     random_state : int or None
     verbose : int, default=0
         A progress bar when > 0.
@@ -251,6 +256,7 @@ n_threads, return_clipped
                         n_mc_samples=n_mc_samples)
     if not 0 < scale_noise <= 1:
         raise ValueError(f"scale_noise must be in (0, 1], got {scale_noise!r}.")
+    init_scale = _check_start(init_scale)[0]
     if elbo_gradients not in ("monte_carlo", "closed_form"):
         raise ValueError("elbo_gradients must be 'monte_carlo' or 'closed_form', got "
                          f"{elbo_gradients!r}.")

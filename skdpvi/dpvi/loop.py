@@ -305,7 +305,7 @@ def run_dpvi(
         Initial variational mean (default: ``model.init_mean()`` if defined, else 0).
         Must not be computed from the private data.
     init_scale : float, default=0.01
-        Initial standard deviation of q.
+        Initial standard deviation of q (finite, > 0).
     step_scales : pair of float or array-like of shape (d,), optional
         ``(before, after)``: multipliers of the step ``lambda * beta_i`` of every
         coordinate before ``burn_in`` and from ``burn_in`` on (default 1 and 1). A

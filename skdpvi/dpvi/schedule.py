@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .mechanism import group_clip_norms
+from .validation import _check_start
 
 __all__ = ["heuristic_learning_rate"]
 
@@ -104,6 +105,7 @@ def _schedule(model, *, noise_multiplier, clip_norm, n_steps, learning_rate,
         lam = heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, d, learning_rate_scale)
     else:
         lam = float(learning_rate)
+    init_scale, init_mean = _check_start(init_scale, init_mean, n)
     if init_mean is None:
         init_mean = model.init_mean() if hasattr(model, "init_mean") else np.zeros(n)
     rho0 = float(np.log(np.expm1(init_scale)))

@@ -9,6 +9,8 @@ or run silently (a negative clip norm flips the clipped gradients).
 import math
 import numbers
 
+import numpy as np
+
 __all__ = []
 
 
@@ -37,3 +39,29 @@ def _check_settings(*, noise_multiplier, clip_norm, sampling_rate, n_steps, burn
     if burn_in >= n_steps:
         raise ValueError(f"burn_in must be smaller than n_steps={n_steps} (the recording "
                          f"window would be empty), got {burn_in}.")
+
+
+def _check_start(init_scale, init_mean=None, n_params=None):
+    """The starting point of a run as floats: ``init_scale`` a positive finite number,
+    ``init_mean`` (when given) ``n_params`` finite numbers. A ValueError names the
+    setting otherwise (``softplus^-1`` of a scale <= 0 fails deep in the run, and a
+    non-finite start makes every released number NaN)."""
+    try:
+        scale = float(init_scale)
+    except (TypeError, ValueError):
+        raise ValueError(f"init_scale must be a number, got {init_scale!r}.") from None
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"init_scale must be a finite number > 0, got {init_scale!r}.")
+    if init_mean is None:
+        return scale, None
+    try:
+        mean = np.asarray(init_mean, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"init_mean must be numbers, one per parameter ({n_params}), "
+                         f"got {init_mean!r}.") from None
+    if mean.size != n_params:
+        raise ValueError(f"init_mean must have one value per parameter ({n_params}), got "
+                         f"shape {mean.shape}.")
+    if not np.all(np.isfinite(mean)):
+        raise ValueError("init_mean must be finite.")
+    return scale, mean.reshape(n_params)

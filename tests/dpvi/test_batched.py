@@ -98,6 +98,10 @@ def test_bad_arguments_are_rejected():
                          random_states=[1, 2], **kwargs)
     with pytest.raises(ValueError, match="at least one"):
         run_dpvi_batched(model, [], random_states=[], **kwargs)
+    # a start that is not a point: named, not NaN releases
+    with pytest.raises(ValueError, match="init_scale"):
+        run_dpvi_batched(model, datasets, random_states=range(len(datasets)),
+                         init_scale=float("nan"), **kwargs)
 
 
 def test_glm_models_that_do_not_broadcast_run_under_vmap(monkeypatch):

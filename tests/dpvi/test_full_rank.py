@@ -220,7 +220,9 @@ def test_closed_form_run_sees_the_same_subsamples_and_noise():
                                        (dict(scale_noise=0.0), "scale_noise"),
                                        (dict(mean_clip_share=1.0), "mean_clip_share"),
                                        (dict(mean_clip_share=-0.5), "mean_clip_share"),
-                                       (dict(elbo_gradients="exact"), "elbo_gradients")])
+                                       (dict(elbo_gradients="exact"), "elbo_gradients"),
+                                       (dict(init_scale=0.0), "init_scale"),
+                                       (dict(init_scale=float("inf")), "init_scale")])
 def test_bad_settings_name_the_parameter(bad, name):
     settings = dict(prior_scale=1.0, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.5,
                     n_steps=10, burn_in=2, learning_rate=1e-3, preconditioner=10.0)

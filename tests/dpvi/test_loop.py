@@ -198,6 +198,9 @@ def test_step_matrix_is_validated():
     (dict(noise_multiplier=-1.0), "noise_multiplier"),
     (dict(noise_multiplier=float("nan")), "noise_multiplier"),
     (dict(n_mc_samples=0), "n_mc_samples"),
+    (dict(init_scale=0.0), "init_scale"), (dict(init_scale=-0.1), "init_scale"),
+    (dict(init_scale=float("nan")), "init_scale"), (dict(init_scale="a"), "init_scale"),
+    (dict(init_mean=[0.0, 0.0]), "init_mean"), (dict(init_mean=[0.0, np.inf, 0.0]), "init_mean"),
 ])
 def test_run_settings_out_of_range_raise_naming_the_setting(bad, name):
     # the engine is public: bad settings must not crash deep inside (a ZeroDivisionError
