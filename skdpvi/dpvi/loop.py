@@ -22,7 +22,7 @@ import torch
 from ..models.base import GLMModel
 from .data import _REAL, _Data
 from .gradients import per_example_gradients
-from .mechanism import _GLMClip, clip_and_sum, group_clip_norms
+from .mechanism import _clip_and_sum, _GLMClip, group_clip_norms
 from .result import _result
 from .sampling import _Block, _block_steps, _draw_block, _generator
 from .schedule import _schedule
@@ -166,8 +166,8 @@ class _Engine:
         per_example = per_example_gradients(self.model, phi, eps, rows, self.n_examples,
                                             self.beta_real)
         groups = None if self.group_norms is None else (self.model.n_weights, self.group_norms)
-        return clip_and_sum(per_example, self.settings["clip_norm"], weights=weights,
-                            groups=groups)
+        return _clip_and_sum(per_example, self.settings["clip_norm"], weights=weights,
+                             groups=groups)
 
     def descend(self, phi, draw_block, progress=None):
         """Run all the steps from ``phi``; return (phi_T, recorder, (n_clipped, n_seen)).

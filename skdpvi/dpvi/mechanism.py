@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .gradients import _expected_regulariser, _regulariser, uses_exact_expectations
+from .validation import _check_positive
 
 __all__ = ["clip_and_sum", "glm_clip_and_sum", "group_clip_norms", "privatize", "release"]
 
@@ -85,6 +86,14 @@ def clip_and_sum(per_example, clip_norm, weights=None, groups=None):
         groups, ``C max_g |row_g| / C_g``, so that ``norms > C`` marks the rows of
         which some group was clipped.
     """
+    _check_positive("clip_norm", clip_norm)
+    if weights is not None:
+        _check_positive("weights", weights, allow_zero=True)
+    return _clip_and_sum(per_example, clip_norm, weights, groups)
+
+
+def _clip_and_sum(per_example, clip_norm, weights=None, groups=None):
+    """:func:`clip_and_sum` without its checks (the engine's loop, settings checked once)."""
     if groups is not None:
         return _grouped_clip_and_sum(per_example, clip_norm, weights, *groups)
     blocks = per_example if isinstance(per_example, tuple) else (per_example,)
@@ -334,6 +343,8 @@ def release(clipped_sum, noise_std, preconditioner, generator=None, noise=None):
     -------
     g_tilde : torch.Tensor of shape (d,), float64
     """
+    _check_positive("noise_std", noise_std, allow_zero=True)
+    _check_positive("preconditioner", preconditioner)
     if noise is None:
         noise = torch.randn(
             preconditioner.shape[0], generator=generator, dtype=torch.float64,

@@ -11,6 +11,7 @@ import math
 import torch
 
 from .data import _REAL
+from .validation import _check_count
 
 __all__ = ["poisson_subsamples", "poisson_subsample"]
 
@@ -50,6 +51,16 @@ def poisson_subsamples(n_examples, sampling_rate, n_steps, generator, device="cp
     list of torch.Tensor
         ``n_steps`` sorted int64 index tensors.
     """
+    _check_count("n_examples", n_examples, low=0)
+    _check_count("n_steps", n_steps)
+    if chunk is not None:
+        _check_count("chunk", chunk)
+    try:
+        rate = float(sampling_rate)
+    except (TypeError, ValueError):
+        raise ValueError(f"sampling_rate must be a number, got {sampling_rate!r}.") from None
+    if not 0 < rate <= 1:
+        raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate!r}.")
     index, counts = _poisson_block(n_examples, sampling_rate, n_steps, generator, device,
                                    chunk)
     return [row[:count].long() for row, count in zip(index, counts.tolist())]

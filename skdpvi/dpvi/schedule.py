@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .mechanism import group_clip_norms
-from .validation import _check_start
+from .validation import _check_count, _check_positive, _check_start
 
 __all__ = ["heuristic_learning_rate"]
 
@@ -45,6 +45,11 @@ def heuristic_learning_rate(noise_multiplier, clip_norm, n_steps, dim, scale=Non
     """
     if scale is None:
         scale = 1.0
+    for name, value in (("noise_multiplier", noise_multiplier), ("clip_norm", clip_norm),
+                        ("scale", scale)):
+        _check_positive(name, value)
+    _check_count("n_steps", n_steps)
+    _check_count("dim", dim)
     return math.sqrt(2) * scale / (noise_multiplier * clip_norm * math.sqrt(n_steps * dim))
 
 

@@ -65,3 +65,28 @@ def _check_start(init_scale, init_mean=None, n_params=None):
     if not np.all(np.isfinite(mean)):
         raise ValueError("init_mean must be finite.")
     return scale, mean.reshape(n_params)
+
+
+def _check_positive(name, value, allow_zero=False):
+    """``value`` (a number, array or tensor) finite and > 0 (>= 0 with ``allow_zero``)
+    everywhere, or a ValueError naming ``name``: the public mechanism pieces release
+    what they are given, so a negative clip norm or noise scale must not pass."""
+    if hasattr(value, "detach"):
+        try:
+            value = value.detach().cpu().numpy()
+        except RuntimeError:  # a tensor inside a functorch transform (vmap): not checkable
+            return
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}.") from None
+    bound = ">= 0" if allow_zero else "> 0"
+    if array.size == 0 or not np.all(np.isfinite(array)) or \
+            not np.all(array >= 0 if allow_zero else array > 0):
+        raise ValueError(f"{name} must be finite and {bound}, got {value!r}.")
+
+
+def _check_count(name, value, low=1):
+    """An integer >= ``low`` (not a bool), or a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")

@@ -5,7 +5,8 @@ run it (each run identical to :func:`~skdpvi.dpvi.run_dpvi` with its seed), so t
 audit tests what users run. The broken variants cannot be made from the engine
 without changing it, so they run on a small re-implementation of DP-SGD built from the
 engine's public pieces (:func:`~skdpvi.dpvi.poisson_subsamples`,
-:func:`~skdpvi.dpvi.per_example_gradients`, :func:`~skdpvi.dpvi.clip_and_sum`,
+:func:`~skdpvi.dpvi.per_example_gradients`, :func:`~skdpvi.dpvi.clip_and_sum` (its
+unchecked twin, which lets the broken variant clip at an infinite norm),
 :func:`~skdpvi.dpvi.release`), with one thing wrong each:
 
 ``weak_noise``    the noise standard deviation is sigma C / 4
@@ -24,8 +25,10 @@ import torch
 from torch.func import vmap
 from torch.nn.utils.rnn import pad_sequence
 
-from ..dpvi import (clip_and_sum, per_example_gradients, poisson_subsamples, release,
-                    run_dpvi_batched)
+from ..dpvi import per_example_gradients, poisson_subsamples, release, run_dpvi_batched
+# unchecked: the broken "no_clipping" variant clips at an infinite norm on purpose,
+# which the public clip_and_sum refuses
+from ..dpvi.mechanism import _clip_and_sum
 
 __all__ = ["MECHANISMS", "BROKEN_VARIANTS", "run_mechanism"]
 
@@ -110,7 +113,7 @@ def _reference(model, data, seeds, *, noise_multiplier, clip_norm, sampling_rate
 
     def clipped_sum(phi, eps_t, weights, *rows):
         grads = per_example_gradients(model, phi, eps_t, rows, n_examples, beta_real)
-        return clip_and_sum(grads, norm_bound, weights=weights)[0]
+        return _clip_and_sum(grads, norm_bound, weights=weights)[0]
 
     step_all = vmap(clipped_sum)
     phi = phi0.repeat(len(seeds), 1)

@@ -5,7 +5,8 @@ import pytest
 import torch
 from scipy import stats
 
-from skdpvi.dpvi import clip_and_sum, glm_clip_and_sum, per_example_gradients, privatize
+from skdpvi.dpvi import (clip_and_sum, glm_clip_and_sum, heuristic_learning_rate,
+                         per_example_gradients, privatize, release)
 from skdpvi.models import LinearRegressionModel, LogisticRegressionModel
 
 
@@ -181,3 +182,38 @@ def test_lockstep_glm_clip_equals_each_run_alone(model, grouped):
         torch.testing.assert_close(sums[r], alone, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(norms[r], alone_norms, rtol=1e-5, atol=1e-5)
     assert (norms * weights > clip).any()  # clipping is exercised
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda pe, pre: clip_and_sum(pe, float("inf")), "clip_norm"),
+    (lambda pe, pre: clip_and_sum(pe, -1.0), "clip_norm"),
+    (lambda pe, pre: clip_and_sum(pe, 1.0, weights=-torch.ones(10, dtype=torch.float64)),
+     "weights"),
+    (lambda pe, pre: privatize(pe, float("nan"), 1.0, pre), "clip_norm"),
+    (lambda pe, pre: privatize(pe, 1.0, -1.0, pre), "noise_std"),
+    (lambda pe, pre: privatize(pe, 1.0, 1.0, torch.zeros(4, dtype=torch.float64)),
+     "preconditioner"),
+    (lambda pe, pre: release(pe.sum(0), float("inf"), pre), "noise_std"),
+])
+def test_public_mechanism_pieces_reject_settings_that_would_break_the_guarantee(call, name):
+    # the pieces are public (the privacy audit builds its mechanism from them): an
+    # infinite or negative clip norm would release unclipped or sign-flipped sums, a
+    # negative noise scale or a zero preconditioner a wrong or infinite release
+    pe = torch.randn(10, 4, dtype=torch.float64)
+    pre = torch.ones(4, dtype=torch.float64)
+    with pytest.raises(ValueError, match=name):
+        call(pe, pre)
+    # zero noise (a non-private run) and zero weights (the padding rows) stay allowed
+    privatize(pe, 1.0, 0.0, pre)
+    clip_and_sum(pe, 1.0, weights=torch.zeros(10, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("bad, name", [
+    (dict(noise_multiplier=0.0), "noise_multiplier"), (dict(clip_norm=-1.0), "clip_norm"),
+    (dict(scale=float("nan")), "scale"), (dict(n_steps=0), "n_steps"), (dict(dim=2.5), "dim"),
+])
+def test_heuristic_learning_rate_names_a_bad_setting(bad, name):
+    settings = dict(noise_multiplier=10.0, clip_norm=2.0, n_steps=10_000, dim=8, scale=2.0)
+    assert heuristic_learning_rate(**settings) == pytest.approx(5e-4)
+    with pytest.raises(ValueError, match=name):
+        heuristic_learning_rate(**{**settings, **bad})

@@ -104,3 +104,17 @@ def test_positions_are_the_cumulative_sums_of_the_geometric_gaps():
         torch.testing.assert_close(index[t, : counts[t]].long(), expected[t, : counts[t]],
                                    rtol=0, atol=0)
         assert counts[t] == int((expected[t] < n).sum())
+
+
+@pytest.mark.parametrize("args, name", [
+    ((100, 1.5, 3), "sampling_rate"), ((100, 0.0, 3), "sampling_rate"),
+    ((100, float("nan"), 3), "sampling_rate"), ((-5, 0.1, 3), "n_examples"),
+    ((2.5, 0.1, 3), "n_examples"), ((100, 0.1, 0), "n_steps"), ((100, 0.1, 2.5), "n_steps"),
+])
+def test_poisson_subsamples_name_a_bad_setting(args, name):
+    # a rate above 1 would silently take every row; others failed deep inside torch
+    gen = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match=name):
+        poisson_subsamples(*args, gen)
+    with pytest.raises(ValueError, match="chunk"):
+        poisson_subsamples(100, 0.1, 3, gen, chunk=0)
