@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from ..utils.validation import check_int
+
 __all__ = []
 
 
@@ -88,5 +90,4 @@ def _check_positive(name, value, allow_zero=False):
 
 def _check_count(name, value, low=1):
     """An integer >= ``low`` (not a bool), or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+    check_int(name, value, low)

@@ -35,6 +35,8 @@ with T.
 import numpy as np
 from scipy.linalg import solve_sylvester
 
+from ..utils.validation import check_positive_real
+
 __all__ = ["coupled_means", "wander_curvature"]
 
 
@@ -119,6 +121,7 @@ def coupled_means(phi_star, stats, *, n_means, learning_rate, noise_std, prior_s
     info : dict
         ``curvature`` (K, (p, p)) and ``covariance`` (of the means of phi*).
     """
+    check_positive_real("prior_sd", prior_sd)
     rng = np.random.default_rng(random_state)
     p = int(n_means)
     noise_var = np.asarray(noise_std, float)[:p] ** 2

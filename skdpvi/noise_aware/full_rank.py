@@ -59,6 +59,7 @@ coefficient vector, measured worse than the mixture, so an option.
 import numpy as np
 
 from ..models.components import GaussianComponents
+from ..utils.validation import check_int, check_positive_real
 from .statistics_sampling import _psd_cholesky
 from .wander_bias import remove_wander_bias
 
@@ -251,6 +252,9 @@ def full_rank_posterior(release, *, prior_scale, n_components=1000, prior_sd=1.0
         ``curvature`` (H), ``covariance`` (of the optimum) and
         ``component_covariance`` (and ``wander_width`` with ``wander_correction``).
     """
+    check_positive_real("prior_scale", prior_scale)
+    check_positive_real("prior_sd", prior_sd)
+    check_int("n_components", n_components)
     rng = np.random.default_rng(random_state)
     n = int(release.n_params)
     H = full_rank_curvature(release, prior_scale, flat_directions, curvature_shrinkage,

@@ -53,6 +53,7 @@ from scipy.optimize import brentq
 
 from ..models._quadrature import gaussian_expectation, log_softplus, sigmoid, softplus
 from ..models.components import GaussianComponents
+from ..utils.validation import check_int, check_positive_real
 from .coupling import _optimum_of_means
 from .diagonal_matching import matched_curvature
 from .extrapolation import uncertain_extrapolation
@@ -349,6 +350,9 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
         ``constraint_error``, and the bulk shrinkage's ``intensity`` and ``n_kept``
         where ``shrink_before_matching`` applied).
     """
+    check_positive_real("prior_scale", prior_scale)
+    check_positive_real("prior_sd", prior_sd)
+    check_int("n_components", n_components)
     rng = np.random.default_rng(random_state)
     p, n = int(n_means), stats.count
     steps = np.asarray(learning_rate, float)[:p]

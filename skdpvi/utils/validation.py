@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["is_int", "is_real", "is_positive_real"]
+__all__ = ["is_int", "is_real", "is_positive_real", "check_positive_real", "check_int"]
 
 
 def is_int(x):
@@ -45,3 +45,31 @@ def is_positive_real(x):
     (True, False, False)
     """
     return is_real(x) and bool(np.isfinite(x)) and x > 0
+
+
+def check_positive_real(name, value):
+    """``value`` as a float if it is a finite real number > 0, else a ValueError naming
+    ``name``.
+
+    Examples
+    --------
+    >>> check_positive_real("prior_scale", 2)
+    2.0
+    """
+    if not is_positive_real(value):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
+    return float(value)
+
+
+def check_int(name, value, low=1):
+    """``value`` as an int if it is an integer >= ``low`` (not a boolean), else a
+    ValueError naming ``name``.
+
+    Examples
+    --------
+    >>> check_int("n_components", 1000)
+    1000
+    """
+    if not is_int(value) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+    return int(value)

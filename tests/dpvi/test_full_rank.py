@@ -175,6 +175,10 @@ def test_noise_free_run_reads_the_posterior_curvature():
     components, info = full_rank_posterior(release, prior_scale=1.0, random_state=0)
     np.testing.assert_allclose(components.mean.mean(0), w_map, atol=0.05)
     assert info["covariance"].shape == (n, n)
+    for bad, name in ((dict(prior_scale=-1.0), "prior_scale"), (dict(prior_sd=0.0), "prior_sd"),
+                      (dict(n_components=0), "n_components")):
+        with pytest.raises(ValueError, match=name):
+            full_rank_posterior(release, **{"prior_scale": 1.0, **bad})
 
 
 def test_closed_form_pieces_are_the_expectations_of_the_monte_carlo_ones():

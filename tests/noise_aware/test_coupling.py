@@ -91,6 +91,9 @@ def test_coupled_means_keeps_the_other_columns_and_needs_cross_sums():
     again, _ = coupled_means(phi, stats, n_means=3, learning_rate=np.r_[res.learning_rate, 1],
                              noise_std=np.r_[res.noise_std, 1], random_state=0)
     np.testing.assert_array_equal(out, again)
+    with pytest.raises(ValueError, match="prior_sd"):  # was a LinAlgError at 0
+        coupled_means(phi, stats, n_means=3, learning_rate=np.r_[res.learning_rate, 1],
+                      noise_std=np.r_[res.noise_std, 1], prior_sd=0.0)
     bare = TraceStatistics(count=st.count, shift=st.shift, sum_x=st.sum_x, sum_xx=st.sum_xx,
                            sum_g=st.sum_g, sum_gg=st.sum_gg, sum_gx=st.sum_gx)
     with pytest.raises(ValueError, match="cross sums"):

@@ -117,6 +117,13 @@ def test_linear_response_posterior_is_reproducible_and_needs_cross_sums():
                            sum_g=st.sum_g, sum_gg=st.sum_gg, sum_gx=st.sum_gx)
     with pytest.raises(ValueError, match="cross sums"):
         linear_response_posterior(bare, **kw)
+    # a prior scale of 0 divided by zero, a negative one counted as positive, and
+    # n_components=0 returned an empty posterior: each now names its parameter
+    for bad, name in ((dict(prior_scale=0.0), "prior_scale"), (dict(prior_scale=-1.0), "prior_scale"),
+                      (dict(prior_sd=float("nan")), "prior_sd"), (dict(n_components=0), "n_components"),
+                      (dict(n_components=2.5), "n_components")):
+        with pytest.raises(ValueError, match=name):
+            linear_response_posterior(st, **{**kw, **bad})
 
 
 def _widths_error(K_est, K):
