@@ -97,6 +97,8 @@ def full_rank_curvature(release, prior_scale=None, flat_directions=None, shrinka
     H : ndarray of shape (n, n)
         Symmetric positive definite when ``prior_scale`` is given.
     """
+    if prior_scale is not None:
+        check_positive_real("prior_scale", prior_scale)
     n = int(release.n_params)
     halves = getattr(release, "half_moments", None)
     if moments not in ("window", "late"):

@@ -179,6 +179,8 @@ def test_noise_free_run_reads_the_posterior_curvature():
                       (dict(n_components=0), "n_components")):
         with pytest.raises(ValueError, match=name):
             full_rank_posterior(release, **{"prior_scale": 1.0, **bad})
+    with pytest.raises(ValueError, match="prior_scale"):
+        full_rank_curvature(release, 0.0)
 
 
 def test_closed_form_pieces_are_the_expectations_of_the_monte_carlo_ones():

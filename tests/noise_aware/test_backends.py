@@ -61,3 +61,16 @@ def test_emcee_warns_when_draws_are_unreliable(traces):
     with pytest.warns(RuntimeWarning, match="unreliable"):
         sample_phi_star(traces[0][0], "emcee", 100, random_state=0,
                         backend_options=dict(min_ess=10_000, max_steps=400))
+
+
+@pytest.mark.parametrize("bad, name", [
+    (dict(n_samples=0), "n_samples"), (dict(hessian_prior_scale=-1.0), "hessian_prior_scale"),
+    (dict(hessian_prior_scale=float("nan")), "hessian_prior_scale"),
+    (dict(subsampling_variance=-1.0), "subsampling_variance"),
+    (dict(subsampling_variance=float("nan")), "subsampling_variance"),
+])
+def test_bad_settings_name_the_parameter_instead_of_nan_draws(traces, bad, name):
+    # a negative or NaN prior scale gave all-NaN draws, a negative subsampling
+    # variance silently changed them
+    with pytest.raises(ValueError, match=name):
+        sample_phi_star(traces[0][0], "exact", **{"n_samples": 100, **bad})
