@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ..utils.validation import check_int
+from ..utils.validation import check_int, check_positive_real
 
 __all__ = []
 
@@ -48,12 +48,7 @@ def _check_start(init_scale, init_mean=None, n_params=None):
     ``init_mean`` (when given) ``n_params`` finite numbers. A ValueError names the
     setting otherwise (``softplus^-1`` of a scale <= 0 fails deep in the run, and a
     non-finite start makes every released number NaN)."""
-    try:
-        scale = float(init_scale)
-    except (TypeError, ValueError):
-        raise ValueError(f"init_scale must be a number, got {init_scale!r}.") from None
-    if not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"init_scale must be a finite number > 0, got {init_scale!r}.")
+    scale = check_positive_real("init_scale", init_scale)
     if init_mean is None:
         return scale, None
     try:

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..utils.validation import check_positive_real
+from ..utils.validation import check_int, check_positive_real
 from .backends import get_backend
 from .convergence import SPLIT_TEST_LEVEL, split_window_test
 from .gradient_model import GradientModel
@@ -74,8 +74,7 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
     (2000, 2)
     """
     backend = get_backend(method)
-    if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    check_int("n_samples", n_samples)
     check_positive_real("hessian_prior_scale", hessian_prior_scale)
     if subsampling_variance is not None:
         variance = np.asarray(subsampling_variance, dtype=float)
