@@ -42,7 +42,7 @@ from ..noise_aware import (FlatPriorComponents, onehot_flat_directions, sample_p
 from ..noise_aware.flat_directions import check_onehot_rows, validate_onehot_blocks
 from ..noise_aware.statistics_sampling import NoValidDraws
 from ..posterior import NoiseAwarePosterior
-from ._input_checks import check_input_design
+from ._input_checks import check_input_design, check_input_magnitude
 from ._reporting import _describe_diagnostics, _progress
 from ._settings import STATISTICS, _SettingsMixin
 
@@ -106,6 +106,9 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                 f"Found n_samples={X.shape[0]}: one sample cannot be fitted; "
                 "at least 2 are needed."
             )
+        check_input_magnitude("X", X)
+        if self._y_numeric:
+            check_input_magnitude("y", y)
         declared = self._onehot_blocks(X.shape[1])
         check_onehot_rows(X, declared)
         check_input_design(X, declared, self.fit_intercept,

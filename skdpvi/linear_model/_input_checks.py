@@ -47,6 +47,28 @@ _NOTE = ("(An input check: this warning is shown to whoever runs fit; nothing of
          "stored in the estimator.)")
 
 
+#: The largest magnitude of an input value: DP-SGD computes in float32, where the
+#: squared norm of a row of values much above sqrt(3.4e38) ~ 1.8e19 overflows (and
+#: values above 3.4e38 become inf on conversion). Beyond it a fit would clip every
+#: row to nothing, or fail deep inside, so it refuses with the parameter's name.
+LARGEST_INPUT_MAGNITUDE = 1e17
+
+
+def check_input_magnitude(name, values):
+    """Raise a ValueError naming ``name`` when an entry's magnitude exceeds
+    :data:`LARGEST_INPUT_MAGNITUDE` (dense or CSR input; no copy of the data)."""
+    values = getattr(values, "data", values) if hasattr(values, "tocsr") else values
+    if values.size == 0:
+        return
+    largest = max(abs(float(values.max())), abs(float(values.min())))
+    if largest > LARGEST_INPUT_MAGNITUDE:
+        raise ValueError(
+            f"{name} has an entry of magnitude {largest:.3g}; DP-SGD computes in float32, "
+            f"where values above {LARGEST_INPUT_MAGNITUDE:.0e} overflow the per-example "
+            f"gradients' norms. Rescale {name} (with public bounds, not statistics of "
+            "these rows) before fitting.")
+
+
 def binary_targets(y):
     """``(classes, y01)``: a classifier's two classes and ``y`` coded 0 / 1 (float32).
 

@@ -110,3 +110,31 @@ def test_features_standardised_on_these_rows_warn_about_privacy():
     with pytest.warns(PrivacyWarning, match="standardised with the means"):
         make_pipeline(StandardScaler(), DPBayesianLogisticRegression(
             max_iter=100, random_state=0)).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [DPBayesianLinearRegression, DPBayesianLogisticRegression])
+@pytest.mark.parametrize("factor", [1e20, 1e40, 1e300])
+def test_values_beyond_float32_arithmetic_are_refused_by_name(Estimator, factor):
+    # before: the logistic fit ran on X * 1e40 (inf in float32) to coefficients near 0,
+    # and on X * 1e300 failed with "Eigenvalues did not converge"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 2))
+    y = (rng.random(50) < 0.5).astype(float)
+    est = Estimator(max_iter=20)
+    with pytest.raises(ValueError, match=r"^X has an entry of magnitude .*Rescale X"):
+        est.fit(X * factor, y)
+    with pytest.raises(ValueError, match="^X has an entry of magnitude"):
+        est.fit(sparse.csr_matrix(X * factor), y)
+    if Estimator is DPBayesianLinearRegression:
+        with pytest.raises(ValueError, match=r"^y has an entry of magnitude .*Rescale y"):
+            est.fit(X, y * factor)
+
+
+def test_the_magnitude_check_lets_large_but_safe_values_through():
+    from skdpvi.linear_model._input_checks import (LARGEST_INPUT_MAGNITUDE,
+                                                   check_input_magnitude)
+    check_input_magnitude("X", np.array([[LARGEST_INPUT_MAGNITUDE, -LARGEST_INPUT_MAGNITUDE]]))
+    check_input_magnitude("X", np.empty((0, 3)))
+    check_input_magnitude("X", sparse.csr_matrix((3, 3)))
+    with pytest.raises(ValueError, match="X has an entry of magnitude 2e"):
+        check_input_magnitude("X", np.array([[0.0, -2 * LARGEST_INPUT_MAGNITUDE]]))
