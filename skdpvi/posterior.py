@@ -55,7 +55,7 @@ class NoiseAwarePosterior:
 
     def __init__(self, phi_star, model, method, param_names=None, components=None):
         if components is None:
-            components = MeanFieldComponents(phi_star)
+            components = MeanFieldComponents(_checked_phi_star(phi_star, model.n_params))
         self.components = components
         self.phi_star = getattr(components, "phi_star", None)
         self.model = model
@@ -153,7 +153,7 @@ class NoiseAwarePosterior:
         ndarray of the same shape
         """
         with torch.no_grad():
-            out = self.model.constrain(torch.as_tensor(np.asarray(theta, float)))
+            out = self.model.constrain(torch.as_tensor(self._checked_theta(theta)))
         return out.numpy()
 
     def to_unconstrained(self, theta):
@@ -168,8 +168,15 @@ class NoiseAwarePosterior:
         ndarray of the same shape
         """
         with torch.no_grad():
-            out = self.model.unconstrain(torch.as_tensor(np.asarray(theta, float)))
+            out = self.model.unconstrain(torch.as_tensor(self._checked_theta(theta)))
         return out.numpy()
+
+    def _checked_theta(self, theta):
+        theta = np.asarray(theta, float)
+        if theta.ndim == 0 or theta.shape[-1] != self.n_params:
+            raise ValueError(f"theta must have shape (..., {self.n_params}) (one value per "
+                             f"parameter), got shape {theta.shape}.")
+        return theta
 
     def mean(self, n_samples=20_000, random_state=0, unconstrained=False):
         """Posterior mean (Monte Carlo; exact in the unconstrained space for mean-field mixtures).
@@ -221,8 +228,12 @@ class NoiseAwarePosterior:
         unconstrained : bool, default=False
             In the unconstrained space of the inference instead of the model's.
         """
+        q_array = np.asarray(q)
+        if not (q_array.dtype.kind in "iuf" and q_array.size
+                and np.all((q_array >= 0) & (q_array <= 1))):
+            raise ValueError(f"q must be a number or array of numbers in [0, 1], got {q!r}.")
         draws = self.sample(n_samples, random_state, unconstrained)
-        return np.quantile(draws, q, axis=0)
+        return np.quantile(draws, q_array, axis=0)
 
     def interval(self, credibility=0.9, **kwargs):
         """Central credible interval per parameter: (lower, upper) arrays.
@@ -315,6 +326,18 @@ class NoiseAwarePosterior:
     def __repr__(self):
         return (f"NoiseAwarePosterior(n_params={self.n_params}, "
                 f"n_components={self.n_components}, method={self.method!r})")
+
+
+def _checked_phi_star(phi_star, n_params):
+    """``phi_star`` as a float array of shape (M, 2 n_params), M >= 1, all finite."""
+    phi = np.asarray(phi_star, float)
+    if phi.ndim != 2 or phi.shape[0] < 1 or phi.shape[1] != 2 * n_params:
+        raise ValueError(f"phi_star must have shape (M, {2 * n_params}) with M >= 1 (the "
+                         f"variational means and rhos of a model of {n_params} parameters), "
+                         f"got shape {phi.shape}.")
+    if not np.all(np.isfinite(phi)):
+        raise ValueError("phi_star contains NaN or infinite values.")
+    return phi
 
 
 def _check_credibility(credibility):

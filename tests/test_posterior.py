@@ -79,3 +79,32 @@ def test_logistic_posterior_summary_as_records():
     rec = post.summary(as_frame=False, n_samples=5000)
     assert rec["mean"][0] == pytest.approx(0.5, abs=0.01)
     assert rec["5%"][1] < -1.0 < rec["95%"][1]
+
+
+@pytest.mark.parametrize("phi_star, message", [
+    (np.zeros((3, 3)), r"phi_star must have shape \(M, 4\)"),
+    (np.zeros(4), r"phi_star must have shape \(M, 4\)"),
+    (np.zeros((0, 4)), r"phi_star must have shape \(M, 4\)"),
+    (np.array([[np.nan, 0.0, 0.0, 0.0]]), "phi_star contains NaN"),
+])
+def test_bad_phi_star_is_refused_by_name(phi_star, message):
+    # before: a (3, 3) array for 2 parameters sampled silently, NaN gave NaN draws
+    with pytest.raises(ValueError, match=message):
+        NoiseAwarePosterior(phi_star, LogisticRegressionModel(1), "last_iterate")
+
+
+@pytest.mark.parametrize("theta", [np.zeros(3), np.zeros((2, 5)), 1.0])
+def test_transforms_refuse_theta_of_the_wrong_length(theta):
+    post = NoiseAwarePosterior(np.zeros((2, 4)), LogisticRegressionModel(1), "last_iterate")
+    for transform in (post.to_constrained, post.to_unconstrained):
+        with pytest.raises(ValueError, match=r"theta must have shape \(\.\.\., 2\)"):
+            transform(theta)
+    assert post.to_unconstrained(np.zeros((3, 2))).shape == (3, 2)
+
+
+@pytest.mark.parametrize("q", ["0.5", 1.5, -0.1, [0.1, 2.0], np.nan, []])
+def test_quantile_refuses_bad_q_by_name(q):
+    post = NoiseAwarePosterior(np.zeros((2, 4)), LogisticRegressionModel(1), "last_iterate")
+    with pytest.raises(ValueError, match="q must be a number or array of numbers in"):
+        post.quantile(q, n_samples=10)
+    assert post.quantile([0, 0.5, 1], n_samples=10).shape == (3, 2)
