@@ -16,6 +16,10 @@ __all__ = ["posterior_z_scores", "interval_coverage", "ellipsoid_coverage"]
 def _draws_and_truth(samples, theta_true):
     samples = _as_float_array(samples, "samples", ndim=3)
     theta_true = _as_float_array(theta_true, "theta_true", ndim=2)
+    if samples.shape[0] < 1 or samples.shape[1] < 2:
+        raise ValueError(
+            "samples must hold at least one simulation of at least 2 posterior draws, "
+            f"got shape {samples.shape}.")
     if theta_true.shape != (samples.shape[0], samples.shape[2]):
         raise ValueError(
             "theta_true must have shape (n_simulations, n_params) = "

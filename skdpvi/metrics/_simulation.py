@@ -21,7 +21,7 @@ from ._study_result import TarpStudyResult
 from ._tarp import marginal_tarp_coverage, tarp_coverage
 from ._tarp.coverage import _credibility_grid
 from ._tarp.references import _draw_references
-from ._validation import _as_float_array, _check_int, _seed_sequence
+from ._validation import _as_float_array, _check_int, _check_n_bootstrap, _seed_sequence
 
 __all__ = ["TarpStudyResult", "run_tarp_study"]
 
@@ -309,7 +309,7 @@ def run_tarp_study(
             "credibility levels of alpha_grid; run more simulations or pass a "
             "coarser alpha_grid."
         )
-    _check_int(n_bootstrap, "n_bootstrap", 0)
+    _check_n_bootstrap(n_bootstrap)
     prior_in_worker = isinstance(references, str) and references == "prior"
     if prior_in_worker and not callable(prior_sampler):
         raise ValueError(

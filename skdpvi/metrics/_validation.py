@@ -62,6 +62,16 @@ def _check_int(value, name, minimum):
     return int(value)
 
 
+def _check_n_bootstrap(n_bootstrap):
+    """``n_bootstrap`` as an int: 0 (no bootstrap) or at least 2 (the spread of one
+    replicate is 0, which would report a standard error of 0)."""
+    n_bootstrap = _check_int(n_bootstrap, "n_bootstrap", 0)
+    if n_bootstrap == 1:
+        raise ValueError("n_bootstrap must be 0 (no bootstrap) or at least 2: one "
+                         "replicate has no spread, got 1.")
+    return n_bootstrap
+
+
 def _check_in_unit_interval(arr, message):
     """Raise ``ValueError(message)`` unless every value of ``arr`` lies in [0, 1]."""
     if np.any((arr < 0) | (arr > 1)):

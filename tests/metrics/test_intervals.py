@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skdpvi.metrics import interval_coverage, posterior_z_scores
+from skdpvi.metrics import ellipsoid_coverage, interval_coverage, posterior_z_scores
 
 
 def _conjugate(n_sim=2000, n_draws=400, width=1.0, seed=0):
@@ -40,6 +40,10 @@ def test_bad_input_names_the_argument():
     for level in (1.0, 0.0, "high", None):
         with pytest.raises(ValueError, match="level"):
             interval_coverage(draws, theta, level=level)
+    # one draw per posterior has no interval (before: coverage 0) and no z-score
+    for metric in (interval_coverage, posterior_z_scores, ellipsoid_coverage):
+        with pytest.raises(ValueError, match="at least 2 posterior draws"):
+            metric(draws[:, :1], theta)
     # a posterior of zero width has no z-score
     draws[0] = 0.0
     assert np.isnan(posterior_z_scores(draws, theta)[0]).all()

@@ -257,6 +257,8 @@ def test_bad_input():
         run_tarp_study(object(), simulator, n_simulations=21)
     with pytest.raises(ValueError, match="n_bootstrap"):
         run_tarp_study(est, simulator, n_simulations=21, n_bootstrap=-2)
+    with pytest.raises(ValueError, match="n_bootstrap must be 0"):
+        run_tarp_study(est, simulator, n_simulations=21, n_bootstrap=1)
     with pytest.raises(ValueError, match="references"):
         run_tarp_study(est, simulator, n_simulations=21, n_draws=5, references="uniform")
 

@@ -123,6 +123,7 @@ def test_tarp_normalize_is_scale_invariant():
         (dict(alpha_grid=[0.5, np.nan]), "alpha_grid"),
         (dict(samples=np.zeros((10, 10, 2)), theta_true=np.zeros((10, 2))), "simulations"),
         (dict(n_bootstrap=-1), "n_bootstrap"),
+        (dict(n_bootstrap=1), "n_bootstrap must be 0 .* or at least 2"),  # was se 0
         (dict(random_state="seed"), "random_state"),
     ],
 )

@@ -30,3 +30,5 @@ def test_coverage_rmse_values():
     assert coverage_rmse([0.2, 0.8], [0.1, 0.5]) == pytest.approx(np.sqrt((0.01 + 0.09) / 2))
     batched = coverage_rmse([0.2, 0.8], [[0.2, 0.8], [0.1, 0.5]])
     np.testing.assert_allclose(batched, [0.0, np.sqrt(0.05)])
+    with pytest.raises(ValueError, match="credibility must hold at least one level"):
+        coverage_rmse([], [])  # was NaN

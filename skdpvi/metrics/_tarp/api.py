@@ -6,7 +6,7 @@ summarises them into a coverage curve, its RMSE and (optionally) a bootstrap.
 
 import numpy as np
 
-from .._validation import _check_int, _seed_sequence
+from .._validation import _check_n_bootstrap, _seed_sequence
 from ._checks import _check_tarp_inputs
 from .bootstrap import _bootstrap
 from .coverage import _coverage_curve, _credibility_grid, coverage_rmse
@@ -36,7 +36,7 @@ def _prepare(samples, theta_true, references, alpha_grid, n_bootstrap,
              random_state, prior_sampler):
     credibility = _credibility_grid(alpha_grid)
     samples, theta_true = _check_tarp_inputs(samples, theta_true, credibility.size)
-    n_bootstrap = _check_int(n_bootstrap, "n_bootstrap", 0)
+    n_bootstrap = _check_n_bootstrap(n_bootstrap)
     ref_seq, boot_seq = _seed_sequence(random_state).spawn(2)
     refs = _draw_references(
         references, samples, np.random.default_rng(ref_seq), prior_sampler

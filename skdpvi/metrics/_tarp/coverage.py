@@ -59,6 +59,8 @@ def coverage_rmse(credibility, coverage):
     """
     credibility = _as_float_array(credibility, "credibility", ndim=1)
     coverage = _as_float_array(coverage, "coverage")
+    if credibility.size == 0:
+        raise ValueError("credibility must hold at least one level, got none.")
     if coverage.ndim == 0 or coverage.shape[-1] != credibility.shape[0]:
         raise ValueError(
             f"coverage must have shape (..., {credibility.shape[0]}) to match "
