@@ -227,3 +227,24 @@ def test_fit_warns_about_constant_columns_and_stores_nothing(estimator):
             np.c_[X[:, :3], 2.5 * np.ones(len(X))], y)
     with pytest.warns(IdentifiabilityWarning, match=r"Columns \[7\] of X are constant"):
         estimator(**{**kwargs, "fit_intercept": False}).fit(Xc, y)
+
+
+@pytest.mark.parametrize("blocks, message", [
+    ([[-1, 2]], "blocks refers to column -1"),
+    ([[1, 1]], "each block of blocks must list one or more distinct"),
+    ([[1, 2], [2, 3]], r"blocks must not share columns; column\(s\) \[2\]"),
+    ([[1, 9]], "blocks refers to column 9 outside the 4 columns"),
+    ([[1.5]], "distinct integer column indices"),
+])
+def test_onehot_flat_directions_refuses_bad_blocks_by_name(blocks, message):
+    # before: a negative column silently took the intercept's, repeats and overlaps
+    # gave a basis of the wrong directions
+    with pytest.raises(ValueError, match=message):
+        onehot_flat_directions(blocks, 4)
+    with pytest.raises(ValueError, match="n_features must be a positive int"):
+        onehot_flat_directions([[0]], 0)
+
+
+def test_find_onehot_blocks_needs_a_2d_x():
+    with pytest.raises(ValueError, match="X must be 2-dimensional"):
+        find_onehot_blocks(np.zeros(5))
