@@ -53,7 +53,7 @@ from scipy.optimize import brentq
 
 from ..models._quadrature import gaussian_expectation, log_softplus, sigmoid, softplus
 from ..models.components import GaussianComponents
-from ..utils.validation import check_int, check_positive_real
+from ..utils.validation import check_int, check_positive_real, is_real
 from .coupling import _optimum_of_means
 from .diagonal_matching import matched_curvature
 from .extrapolation import uncertain_extrapolation
@@ -353,6 +353,19 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
     check_positive_real("prior_scale", prior_scale)
     check_positive_real("prior_sd", prior_sd)
     check_int("n_components", n_components)
+    check_int("n_means", n_means)
+    if n_means > stats.dim:
+        raise ValueError(f"n_means ({n_means}) exceeds the statistics' {stats.dim} "
+                         "coordinates.")
+    if not (is_real(sampling_rate) and 0 < sampling_rate <= 1):
+        raise ValueError(f"sampling_rate must be a number in (0, 1], got {sampling_rate!r}.")
+    if curvature_mode not in ("shift", "posterior"):
+        raise ValueError("curvature_mode must be 'shift' or 'posterior', got "
+                         f"{curvature_mode!r}.")
+    if not (is_real(curvature_uncertainty) and 0 <= curvature_uncertainty < np.inf):
+        raise ValueError("curvature_uncertainty must be a finite number >= 0, got "
+                         f"{curvature_uncertainty!r}.")
+    check_positive_real("effective_relaxations", effective_relaxations)
     rng = np.random.default_rng(random_state)
     p, n = int(n_means), stats.count
     steps = np.asarray(learning_rate, float)[:p]

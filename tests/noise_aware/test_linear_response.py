@@ -121,7 +121,15 @@ def test_linear_response_posterior_is_reproducible_and_needs_cross_sums():
     # n_components=0 returned an empty posterior: each now names its parameter
     for bad, name in ((dict(prior_scale=0.0), "prior_scale"), (dict(prior_scale=-1.0), "prior_scale"),
                       (dict(prior_sd=float("nan")), "prior_sd"), (dict(n_components=0), "n_components"),
-                      (dict(n_components=2.5), "n_components")):
+                      (dict(n_components=2.5), "n_components"),
+                      # these were accepted unchecked (a typo of the mode ran the default)
+                      (dict(curvature_mode="shfit", curvature_uncertainty=0.3), "curvature_mode"),
+                      (dict(curvature_mode="shfit"), "curvature_mode"),
+                      (dict(sampling_rate=1.5), "sampling_rate"), (dict(sampling_rate=0.0), "sampling_rate"),
+                      (dict(curvature_uncertainty=-0.1), "curvature_uncertainty"),
+                      (dict(curvature_uncertainty=float("inf")), "curvature_uncertainty"),
+                      (dict(effective_relaxations=0.0), "effective_relaxations"),
+                      (dict(n_means=0), "n_means"), (dict(n_means=4), "n_means")):
         with pytest.raises(ValueError, match=name):
             linear_response_posterior(st, **{**kw, **bad})
 
