@@ -1,5 +1,6 @@
 """sample_phi_star: build the gradient model of a DPVI run and draw phi* with a backend."""
 
+import inspect
 import warnings
 
 import numpy as np
@@ -82,7 +83,7 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
             raise ValueError("subsampling_variance must be finite and >= 0, got "
                              f"{subsampling_variance!r}.")
     rng = np.random.default_rng(random_state)
-    options = backend_options or {}
+    options = _checked_options(method, backend.sampler, backend_options)
     split = _check_settled(result.stats) if check else {}
     if not backend.needs_model:
         draws, diagnostics = backend.sampler(result, n_samples, rng, **options)
@@ -103,6 +104,24 @@ def sample_phi_star(result, method="emcee", n_samples=1000, random_state=None,
     )
     m, diagnostics = backend.sampler(gm, n_samples, rng, **options)
     return result.stats.shift + m, {**diagnostics, **split}
+
+
+def _checked_options(method, sampler, backend_options):
+    """``backend_options`` as a dict, each key a keyword the backend's sampler takes
+    (a sampler with ``**kwargs`` takes any)."""
+    if backend_options is None:
+        return {}
+    if not isinstance(backend_options, dict):
+        raise ValueError(f"backend_options must be a dict, got {backend_options!r}.")
+    params = inspect.signature(sampler).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return backend_options
+    known = [p.name for p in params][3:]  # after (model or result, n_samples, rng)
+    unknown = sorted(set(backend_options) - set(known))
+    if unknown:
+        raise ValueError(f"backend_options: the {method!r} backend takes "
+                         f"{known or 'no options'}, got unknown {unknown}.")
+    return backend_options
 
 
 def _check_settled(stats):

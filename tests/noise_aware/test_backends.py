@@ -74,3 +74,17 @@ def test_bad_settings_name_the_parameter_instead_of_nan_draws(traces, bad, name)
     # variance silently changed them
     with pytest.raises(ValueError, match=name):
         sample_phi_star(traces[0][0], "exact", **{"n_samples": 100, **bad})
+
+
+@pytest.mark.parametrize("method, options, message", [
+    ("exact", dict(n_gird=5), r"the 'exact' backend takes \['n_grid'\], got unknown \['n_gird'\]"),
+    ("emcee", dict(nwalkers=4), r"got unknown \['nwalkers'\]"),
+    ("laplace", dict(n_grid=5), "the 'laplace' backend takes no options"),
+    ("exact", [("n_grid", 5)], "backend_options must be a dict"),
+])
+def test_unknown_backend_options_are_named(traces, method, options, message):
+    # before: the backend's own TypeError ("unexpected keyword argument")
+    with pytest.raises(ValueError, match=message):
+        sample_phi_star(traces[0][0], method, 10, random_state=0, backend_options=options)
+    # a backend taking **kwargs takes any
+    sample_phi_star(traces[0][0], "last_iterate", 10, backend_options=dict(anything=1))
