@@ -35,9 +35,28 @@ with T.
 import numpy as np
 from scipy.linalg import solve_sylvester
 
-from ..utils.validation import check_positive_real
+from ..utils.validation import (check_positive_array, check_positive_real, check_square_matrix,
+                                is_real)
 
 __all__ = ["coupled_means", "wander_curvature"]
+
+
+def check_wander_inputs(covariance, steps, noise_var, n_steps=None, floor=None):
+    """The wander's covariance S (p, p), steps and noise variances (p,) as float arrays,
+    each finite and the vectors > 0, with a ValueError naming a bad one; ``n_steps``
+    (a positive int) and ``floor`` (finite, >= 0) checked when given. Shared by the
+    curvature readers of the wander (:func:`wander_curvature`,
+    :func:`~skdpvi.noise_aware.window_curvature`, ...), which otherwise return NaN or
+    a curvature of the wrong sign."""
+    S = check_square_matrix("covariance", covariance)
+    p = S.shape[0]
+    steps = check_positive_array("steps", steps, shape=(p,))
+    noise_var = check_positive_array("noise_var", noise_var, shape=(p,))
+    if n_steps is not None and not (is_real(n_steps) and n_steps >= 1 and np.isfinite(n_steps)):
+        raise ValueError(f"n_steps must be a number >= 1, got {n_steps!r}.")
+    if floor is not None and not (is_real(floor) and 0 <= floor < np.inf):
+        raise ValueError(f"floor must be a finite number >= 0, got {floor!r}.")
+    return S, steps, noise_var
 
 
 def wander_curvature(covariance, steps, noise_var, n_iter=50, rtol=1e-10):
@@ -78,9 +97,8 @@ def wander_curvature(covariance, steps, noise_var, n_iter=50, rtol=1e-10):
     array([[2. , 0.5],
            [0.5, 1. ]])
     """
-    S = np.asarray(covariance, float)
-    steps = np.asarray(steps, float)
-    Q = np.diag(np.asarray(noise_var, float))
+    S, steps, noise_var = check_wander_inputs(covariance, steps, noise_var)
+    Q = np.diag(noise_var)
     A = S / steps[:, None]
     K = solve_sylvester(A, A.T, Q)
     for _ in range(n_iter):

@@ -11,6 +11,9 @@ Post-processing of the release only; no privacy cost, independent of T.
 
 import numpy as np
 
+from ..utils.validation import check_positive_array
+from .coupling import check_wander_inputs
+
 __all__ = ["matched_curvature"]
 
 
@@ -87,11 +90,11 @@ def matched_curvature(covariance, steps, noise_var, diagonal, floor=0.0,
     >>> info["converged"]
     True
     """
-    S = np.asarray(covariance, float)
+    S, steps, noise_var = check_wander_inputs(covariance, steps, noise_var, floor=floor)
     p = len(S)
-    steps = np.asarray(steps, float)
+    diagonal = check_positive_array("diagonal", diagonal, shape=(p,))
     root = np.sqrt(steps)
-    half_q = 0.5 * float(np.exp(np.mean(np.log(steps * np.asarray(noise_var, float)))))
+    half_q = 0.5 * float(np.exp(np.mean(np.log(steps * noise_var))))
     S_w = S / root[:, None] / root[None, :]
     unit = np.trace(S_w) / p
     if not np.isfinite(unit) or unit <= 0:

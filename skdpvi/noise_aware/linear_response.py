@@ -53,8 +53,8 @@ from scipy.optimize import brentq
 
 from ..models._quadrature import gaussian_expectation, log_softplus, sigmoid, softplus
 from ..models.components import GaussianComponents
-from ..utils.validation import check_int, check_positive_real, is_real
-from .coupling import _optimum_of_means
+from ..utils.validation import check_int, check_positive_array, check_positive_real, is_real
+from .coupling import _optimum_of_means, check_wander_inputs
 from .diagonal_matching import matched_curvature
 from .extrapolation import uncertain_extrapolation
 from .statistics_sampling import _psd_cholesky
@@ -130,10 +130,9 @@ def window_curvature(covariance, steps, noise_var, n_steps, floor=0.0):
     >>> np.round(np.diag(K), 2)
     array([0.1, 0.5])
     """
-    S = np.asarray(covariance, float)
-    steps = np.asarray(steps, float)
+    S, steps, noise_var = check_wander_inputs(covariance, steps, noise_var, n_steps, floor)
     root = np.sqrt(steps)
-    innovation = float(np.exp(np.mean(np.log(steps * np.asarray(noise_var, float)))))
+    innovation = float(np.exp(np.mean(np.log(steps * noise_var))))
     lam, U = np.linalg.eigh(S / root[:, None] / root[None, :])
     ratio = np.maximum(lam, 0.0) / (n_steps * innovation / 6)
     n_relax = np.array([_relaxation_times(r) for r in ratio])
@@ -195,12 +194,12 @@ def shrink_wander_covariance(covariance, steps, noise_var, n_steps, diagonal_cur
         ``intensity`` (the shrinkage weight in [0, 1]) and ``n_kept`` (directions kept
         as real).
     """
-    S = np.asarray(covariance, float)
+    S, steps, noise_var = check_wander_inputs(covariance, steps, noise_var, n_steps)
     p = len(S)
-    steps = np.asarray(steps, float)
-    k_diag = np.asarray(diagonal_curvature, float)
+    k_diag = check_positive_array("diagonal_curvature", diagonal_curvature, shape=(p,))
+    check_positive_real("effective_relaxations", effective_relaxations)
     n_relax = np.maximum(n_steps * steps * k_diag, 1e-2)
-    target = _window_factor(n_relax) * steps * np.asarray(noise_var, float) / (2 * k_diag)
+    target = _window_factor(n_relax) * steps * noise_var / (2 * k_diag)
     w = 1 / np.sqrt(target)
     W = S * np.outer(w, w)  # the target is the identity here
     lam, U = np.linalg.eigh(W)

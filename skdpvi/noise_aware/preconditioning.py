@@ -43,6 +43,7 @@ phi, so it needs no change either.
 
 import numpy as np
 
+from ..utils.validation import is_real
 from .statistics_fit import _shrinkage_fit
 
 __all__ = ["recording_step_matrix", "correlation_step_matrix", "rate_cap"]
@@ -120,7 +121,12 @@ def correlation_step_matrix(gram, floor=EIGENVALUE_FLOOR):
     array([[1., 0.],
            [0., 1.]])
     """
-    gram = 0.5 * (np.asarray(gram, float) + np.asarray(gram, float).T)
+    gram = np.asarray(gram, float)
+    if gram.ndim != 2 or gram.shape[0] != gram.shape[1]:
+        raise ValueError(f"gram must be a square matrix, got shape {gram.shape}.")
+    if not (is_real(floor) and 0 < floor <= 1):
+        raise ValueError(f"floor must be a number in (0, 1], got {floor!r}.")
+    gram = 0.5 * (gram + gram.T)
     p = len(gram)
     diag = np.diag(gram)
     if not (np.all(np.isfinite(gram)) and np.all(diag > 0)):

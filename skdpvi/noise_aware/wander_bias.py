@@ -70,6 +70,8 @@ import math
 
 import numpy as np
 
+from ..utils.validation import check_positive_real, is_real
+
 __all__ = ["logistic_wander_width", "remove_wander_bias"]
 
 
@@ -142,6 +144,9 @@ def remove_wander_bias(means, width, *, prior_scale=1.0, variances=None, covaria
     ndarray of shape (m, p)
     """
     means = np.asarray(means, dtype=float)
+    if not (is_real(width) and 0 <= width < np.inf):
+        raise ValueError(f"width must be a finite number >= 0, got {width!r}.")
+    check_positive_real("prior_scale", prior_scale)
     if variances is not None:
         prior_part = np.asarray(variances, dtype=float) * means
     elif covariance is not None:

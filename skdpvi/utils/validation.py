@@ -73,3 +73,48 @@ def check_int(name, value, low=1):
     if not is_int(value) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
     return int(value)
+
+
+def check_positive_array(name, value, shape=None, allow_zero=False):
+    """``value`` as a float array whose entries are finite and > 0 (>= 0 with
+    ``allow_zero``), of ``shape`` when given; else a ValueError naming ``name``.
+
+    Examples
+    --------
+    >>> check_positive_array("steps", [0.1, 0.2], shape=(2,))
+    array([0.1, 0.2])
+    """
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {value!r}.") from None
+    if shape is not None and array.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {array.shape}.")
+    low_ok = array >= 0 if allow_zero else array > 0
+    if not np.all(np.isfinite(array) & low_ok):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be finite and {bound} everywhere, got {value!r}.")
+    return array
+
+
+def check_square_matrix(name, value, size=None):
+    """``value`` as a finite float array of shape (p, p) (p = ``size`` when given);
+    else a ValueError naming ``name``.
+
+    Examples
+    --------
+    >>> check_square_matrix("covariance", [[1.0, 0.0], [0.0, 1.0]]).shape
+    (2, 2)
+    """
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {value!r}.") from None
+    if array.ndim != 2 or array.shape[0] != array.shape[1] or (
+            size is not None and array.shape[0] != size):
+        want = "(p, p)" if size is None else f"({size}, {size})"
+        raise ValueError(f"{name} must be a square matrix of shape {want}, got shape "
+                         f"{array.shape}.")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return array

@@ -389,3 +389,39 @@ def test_shrinking_the_bulk_before_matching_compresses_a_spurious_spread():
             closed = linear_response_posterior(st, shrink_before_matching=gates, **common)[1]
             np.testing.assert_array_equal(closed["curvature"], raw["curvature"])
     assert np.mean(errors["shrunk"]) < 0.5 * np.mean(errors["raw"]), errors
+
+
+def test_the_wander_curvature_readers_name_bad_inputs():
+    # before: NaN (a negative step's square root) or a curvature of the wrong sign
+    from skdpvi.noise_aware import (correlation_step_matrix, remove_wander_bias,
+                                    shrink_wander_covariance, wander_curvature)
+    S, steps, q = np.eye(2) * 0.01, np.full(2, 0.01), np.ones(2)
+    readers = [lambda **k: window_curvature(**{"n_steps": 1000, **k}),
+               lambda **k: wander_curvature(**k),
+               lambda **k: matched_curvature(**{"diagonal": np.ones(2), **k}),
+               lambda **k: shrink_wander_covariance(**{"n_steps": 1000,
+                                                       "diagonal_curvature": np.ones(2), **k})]
+    for read in readers:
+        read(covariance=S, steps=steps, noise_var=q)
+        for bad, message in ((dict(steps=-steps), "steps must be finite and > 0"),
+                             (dict(steps=steps[:1]), r"steps must have shape \(2,\)"),
+                             (dict(noise_var=np.array([1.0, np.nan])), "noise_var must be"),
+                             (dict(covariance=np.ones(3)), "covariance must be a square matrix"),
+                             (dict(covariance=S * np.inf), "covariance contains NaN")):
+            with pytest.raises(ValueError, match=message):
+                read(**{"covariance": S, "steps": steps, "noise_var": q, **bad})
+    with pytest.raises(ValueError, match="n_steps must be a number >= 1"):
+        window_curvature(S, steps, q, 0)
+    with pytest.raises(ValueError, match="floor must be a finite number >= 0"):
+        window_curvature(S, steps, q, 1000, floor=-1.0)
+    with pytest.raises(ValueError, match="diagonal must be finite and > 0"):
+        matched_curvature(S, steps, q, np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="width must be a finite number >= 0"):
+        remove_wander_bias(np.zeros((3, 2)), -0.1)
+    with pytest.raises(ValueError, match="prior_scale"):
+        remove_wander_bias(np.zeros((3, 2)), 0.1, prior_scale=0.0)
+    with pytest.raises(ValueError, match="gram must be a square matrix"):
+        correlation_step_matrix(np.ones(3))
+    with pytest.raises(ValueError, match=r"floor must be a number in \(0, 1\]"):
+        correlation_step_matrix(np.eye(2), floor=0.0)
+    np.testing.assert_array_equal(correlation_step_matrix(np.eye(2) * np.nan), np.eye(2))
