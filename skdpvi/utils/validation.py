@@ -44,7 +44,7 @@ def is_positive_real(x):
     >>> is_positive_real(np.int64(2)), is_positive_real(0.0), is_positive_real(np.inf)
     (True, False, False)
     """
-    return is_real(x) and bool(np.isfinite(x)) and x > 0
+    return bool(is_real(x) and np.isfinite(x) and x > 0)
 
 
 def check_positive_real(name, value):
