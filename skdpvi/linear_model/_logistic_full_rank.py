@@ -30,7 +30,8 @@ from ..dpvi.full_rank import run_dpvi_full_rank, run_dpvi_full_rank_batched
 from ..noise_aware.full_rank import full_rank_posterior
 from ..posterior import NoiseAwarePosterior
 from ..noise_aware.sampling import _check_settled
-from ._logistic_release_checks import check_full_rank_scales, check_logistic_fit
+from ._logistic_release_checks import (FULL_RANK_MIN_SCALE_RELAXATIONS, check_full_rank_scales,
+                                       check_logistic_fit, planned_scale_relaxations)
 from ._reporting import _describe_diagnostics, _progress
 
 #: The values of ``variational_family``.
@@ -85,7 +86,9 @@ class _FullRankMixin:
     def _family_for(self, X):
         """The family a fit on ``X`` runs: ``variational_family``, or what "auto" makes of
         it from public facts (the shape and the options set; sparse input is densified
-        by the full-rank fit, which "auto" allows only where that is small)."""
+        by the full-rank fit, which "auto" allows only where that is small; a run too
+        short for the scales to settle, :data:`FULL_RANK_MIN_SCALE_RELAXATIONS`, gets
+        the mean field)."""
         if self.variational_family != "auto":
             return self.variational_family
         n_rows, n_features = X.shape if sp.issparse(X) else np.shape(X)
@@ -94,8 +97,15 @@ class _FullRankMixin:
             cost = float(self.sampling_rate) * n_rows * n_params**2
         except (TypeError, ValueError):  # the engine's settings raise, naming it
             return "mean_field"
+        try:
+            relaxations = planned_scale_relaxations(self.sampling_rate, self.max_iter,
+                                                    self.learning_rate,
+                                                    self.scale_preconditioning)
+        except (TypeError, ValueError):
+            relaxations = None
         if self._full_rank_unsupported() or n_params > AUTO_MAX_PARAMS \
-                or cost > AUTO_MAX_STEP_COST:
+                or cost > AUTO_MAX_STEP_COST or (
+                    relaxations is not None and relaxations < FULL_RANK_MIN_SCALE_RELAXATIONS):
             return "mean_field"
         return "full_rank"
 
@@ -158,7 +168,7 @@ class _FullRankMixin:
             _progress(verbose, 2, line)
         self._set_fit_attributes(release, settings, seeds, diagnostics)
         self._set_point_estimates(model)
-        check_logistic_fit(self, X.shape[0], settings.engine)
+        check_logistic_fit(self, X.shape[0], settings.engine, family="full_rank")
         check_full_rank_scales(self, H, float(self.prior_scale))
 
     def _fit_batch(self, datasets, random_states, verbose=0):

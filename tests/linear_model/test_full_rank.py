@@ -1,10 +1,12 @@
 """DPBayesianLogisticRegression(variational_family="full_rank")."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 from skdpvi import DPBayesianLogisticRegression
 from skdpvi.dpvi import FullRankRelease
@@ -95,6 +97,14 @@ def test_tarp_study_in_lockstep_equals_the_study_fit_one_by_one():
     ({"elbo_gradients": "closed_form"}, (600, 3), "full_rank"),  # both families have it
     ({"variational_family": "mean_field"}, (600, 3), "mean_field"),
     ({"variational_family": "full_rank"}, (600, 30), "full_rank"),
+    # too short for the scales: 2 x 0.1 x sqrt(T) relaxations, "auto" needs 16
+    ({"max_iter": 6000}, (600, 3), "mean_field"),          # 15.5
+    ({"max_iter": 6500}, (600, 3), "full_rank"),           # 16.1
+    ({"max_iter": 300, "sampling_rate": 0.5}, (600, 3), "full_rank"),   # 17.3
+    ({"sampling_rate": 0.05}, (600, 3), "mean_field"),     # 10
+    ({"max_iter": 300, "sampling_rate": 0.5, "learning_rate": 1e-3,
+      "scale_preconditioning": 10.0}, (600, 3), "mean_field"),         # 3
+    ({"max_iter": 300, "scale_preconditioning": 10.0}, (600, 3), "full_rank"),  # unknown
 ])
 def test_auto_family_follows_the_public_shape_and_options(params, shape, family):
     est = DPBayesianLogisticRegression(**params)
@@ -113,8 +123,10 @@ def test_closed_form_gradients_reach_the_full_rank_engine(monkeypatch):
 
     monkeypatch.setattr(_logistic_full_rank, "run_dpvi_full_rank", spy)
     X, y = _data()
-    fits = [DPBayesianLogisticRegression(max_iter=300, elbo_gradients=kind, random_state=0)
-            .fit(X, y) for kind in ("closed_form", "monte_carlo")]
+    # sampling_rate 0.5: 300 steps give the scales 17 relaxations, which "auto" needs
+    fits = [DPBayesianLogisticRegression(max_iter=300, sampling_rate=0.5, elbo_gradients=kind,
+                                         random_state=0).fit(X, y)
+            for kind in ("closed_form", "monte_carlo")]
     assert seen == ["closed_form", "monte_carlo"]
     assert all(est.variational_family_ == "full_rank" for est in fits)
     # the same subsamples and noise, different gradients: close, not equal
@@ -124,11 +136,12 @@ def test_closed_form_gradients_reach_the_full_rank_engine(monkeypatch):
 
 def test_auto_fits_record_the_family_and_equal_the_explicit_one():
     X, y = _data()
-    kw = dict(max_iter=300, random_state=0)
+    kw = dict(max_iter=300, sampling_rate=0.5, random_state=0)  # 17 scale relaxations
     auto = DPBayesianLogisticRegression(**kw).fit(X, y)
     assert auto.variational_family_ == "full_rank"
-    np.testing.assert_array_equal(auto.sample_posterior(5, random_state=1),
-                                  _estimator().fit(X, y).sample_posterior(5, random_state=1))
+    np.testing.assert_array_equal(
+        auto.sample_posterior(5, random_state=1),
+        _estimator(sampling_rate=0.5).fit(X, y).sample_posterior(5, random_state=1))
     emcee = DPBayesianLogisticRegression(inference="emcee", **kw).fit(X, y)
     assert emcee.variational_family_ == "mean_field"
     assert not isinstance(emcee.dpvi_result_, FullRankRelease)
@@ -144,7 +157,7 @@ def test_auto_batch_fits_equal_their_own_fits_whichever_family():
     y_wide = (wide[:, 0] > 0).astype(int)
     X2 = rng.standard_normal(X.shape)
     y2 = (X2[:, 0] + rng.standard_normal(len(X2)) > 0).astype(int)
-    auto = DPBayesianLogisticRegression(max_iter=200, random_state=0)
+    auto = DPBayesianLogisticRegression(max_iter=200, sampling_rate=0.6, random_state=0)
     assert auto._batch_fit_supported()
     for datasets in ([(wide, y_wide), (wide[::-1], y_wide[::-1])],
                      [(X, y), (wide, y_wide), (X2, y2), (X[::-1], y[::-1])]):
@@ -181,7 +194,7 @@ def test_tarp_study_of_the_full_rank_default_runs_in_lockstep(monkeypatch):
         p = 1 / (1 + np.exp(-(X @ theta[:2] + theta[2])))
         return theta, X, (rng.random(400) < p).astype(int)
 
-    est = DPBayesianLogisticRegression(max_iter=200, n_posterior_samples=50)
+    est = DPBayesianLogisticRegression(max_iter=200, sampling_rate=0.6, n_posterior_samples=50)
     res = run_tarp_study(est, simulate, n_simulations=4, n_draws=50, random_state=0,
                          batch_size=4, alpha_grid=[0.5, 0.9])
     assert calls == [4]
@@ -200,3 +213,33 @@ def test_full_rank_fit_runs_the_split_window_check_and_the_scale_check():
                                est.dpvi_result_.wander_covariance, atol=1e-12)
     assert 0 <= est.inference_diagnostics_["split_p_value"] <= 1
     assert np.all(np.abs(est.inference_diagnostics_["feature_scales"] - 1) < 0.5)
+
+
+def test_scale_relaxations_are_two_kappa_sqrt_t_at_the_default_preconditioning():
+    from skdpvi.linear_model._logistic_release_checks import (planned_scale_relaxations,
+                                                              scale_relaxations)
+    X, _ = _data()
+    for max_iter, rate in ((300, 0.1), (2_000, 0.3), (10_000, 0.1)):
+        est = DPBayesianLogisticRegression(max_iter=max_iter, sampling_rate=rate)
+        engine = est._engine_settings(*X.shape, X=X, seed=0).engine
+        expected = 2 * rate * np.sqrt(max_iter)
+        assert scale_relaxations(engine) == pytest.approx(expected, rel=1e-9)
+        assert planned_scale_relaxations(rate, max_iter, "auto", "auto") == pytest.approx(expected)
+    assert planned_scale_relaxations(0.1, 100, "auto", 5.0) is None
+    assert planned_scale_relaxations(0.1, 100, 0.01, 5.0) == pytest.approx(2 * 0.1 * 100 * 0.05)
+
+
+def test_runs_too_short_for_the_scales_warn_and_record_the_count():
+    X, y = _data()
+    with pytest.warns(ConvergenceWarning, match="below the 16 the full-rank posterior"):
+        est = _estimator(max_iter=300).fit(X, y)  # 3.5 relaxations
+    assert est.inference_diagnostics_["scale_relaxations"] == pytest.approx(0.2 * np.sqrt(300))
+    with pytest.warns(ConvergenceWarning, match="below the 1.5 the mean-field posterior"):
+        DPBayesianLogisticRegression(max_iter=20, random_state=0).fit(X, y)  # 0.9
+    # long enough for either: no such warning
+    for est in (_estimator(max_iter=300, sampling_rate=0.5),
+                DPBayesianLogisticRegression(max_iter=300, variational_family="mean_field")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.set_params(random_state=0).fit(X, y)
+        assert not [w for w in caught if "relax" in str(w.message)]
