@@ -7,7 +7,6 @@ or run silently (a negative clip norm flips the clipped gradients).
 """
 
 import math
-import numbers
 
 import numpy as np
 
@@ -36,8 +35,7 @@ def _check_settings(*, noise_multiplier, clip_norm, sampling_rate, n_steps, burn
         raise ValueError(f"sampling_rate must be in (0, 1], got {sampling_rate}.")
     for name, value, low in (("n_steps", n_steps, 1), ("n_mc_samples", n_mc_samples, 1),
                              ("burn_in", burn_in, 0)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}.")
+        check_int(name, value, low)
     if burn_in >= n_steps:
         raise ValueError(f"burn_in must be smaller than n_steps={n_steps} (the recording "
                          f"window would be empty), got {burn_in}.")
