@@ -270,11 +270,13 @@ def check_logistic_batch_noise(est, n_samples, sampling_rate, noise_multiplier, 
 #: per step far below it); the full-rank posterior reads its curvature off the
 #: window's averages of the scales, so a climb that reaches into the window makes it
 #: too stiff. Measured (results page, "Short runs and the variational scales";
-#: K = 40 fits per cell, coefficients from the prior, the defaults otherwise): 90 %
-#: intervals of the full-rank fit covered 0.66-0.79 at 3.6-10 relaxations on five
-#: designs (4 features on 1,000-20,000 rows, 6 at correlation 0.7, issue 14's
-#: design), 0.86-0.88 at 12.6 and 0.89-0.91 at 20 (the defaults: T = 10,000 and
-#: kappa = 0.1); the mean-field fit's covered 0.85-0.92 at 2-20.
+#: coefficients from the prior, the defaults otherwise): with K = 32-40 fits per
+#: cell, 90 % intervals of the full-rank fit covered 0.66-0.79 at 2-10 relaxations on
+#: five designs (4 features on 1,000-20,000 rows, 6 at correlation 0.7, issue 14's
+#: design), 0.86-0.88 at 12.6 and 0.84-0.91 at 20 (the defaults: T = 10,000 and
+#: kappa = 0.1), the mean-field fit's 0.85-0.92 at 2-20; at K = 200 on 1,000 rows,
+#: TARP 0.169 / 0.114 (authors' / prior references) at 10 relaxations against the
+#: mean field's 0.019 / 0.041, and 0.053 / 0.044 against 0.038 / 0.067 at 16.
 FULL_RANK_MIN_SCALE_RELAXATIONS = 16.0
 #: Below this many a mean-field fit warns: at 0.45-0.9 relaxations (T = 5-20 steps)
 #: its centre was off by 2-5 posterior sds or its intervals prior-wide; at 2 (T =
@@ -325,7 +327,9 @@ def check_scale_relaxations(est, engine, family):
             f"sampling_rate={engine['sampling_rate']:g} (2 x sampling_rate x "
             f"sqrt(max_iter) with the default preconditioning), below the {least:g} the "
             f"{family.replace('_', '-')} posterior needs: its credible intervals were "
-            "measured too narrow there. Raise max_iter (or sampling_rate)"
+            + ("measured far too narrow there. " if family == "full_rank" else
+               "measured off-centre or prior-wide there. ")
+            + "Raise max_iter (or sampling_rate)"
             + (", or use variational_family='mean_field'" if family == "full_rank" else "")
             + "; inference_diagnostics_['scale_relaxations'] holds the count.",
             ConvergenceWarning, stacklevel=6)  # the user's fit
