@@ -80,10 +80,10 @@ def prior_sampler_for(n_params, prior_scale=1.0):
     return sample
 
 
-def cell(name, max_iter, family, k, seed, prior_scale=1.0):
+def cell(name, max_iter, family, k, seed, prior_scale=1.0, burn_in=0.2):
     simulator, n_params, options = design(name, prior_scale)
     est = DPBayesianLogisticRegression(max_iter=max_iter, variational_family=family,
-                                       **options)
+                                       burn_in=burn_in, **options)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -95,7 +95,7 @@ def cell(name, max_iter, family, k, seed, prior_scale=1.0):
     tarp = tarp_table({family: samples}, theta, prior_sampler_for(n_params, prior_scale),
                       n_bootstrap=200, seed=seed)[family]
     return {"design": name, "max_iter": max_iter, "family": family, "k": k,
-            "prior_scale": prior_scale,
+            "prior_scale": prior_scale, "burn_in": burn_in,
             "scale_relaxations": 2 * 0.1 * math.sqrt(max_iter),
             "tarp_posterior": tarp["posterior"]["rmse"], "tarp_posterior_se": tarp["posterior"]["se"],
             "tarp_prior": tarp["prior"]["rmse"], "tarp_prior_se": tarp["prior"]["se"],
@@ -114,6 +114,7 @@ def main():
     parser.add_argument("--seed", type=int, default=8000)
     parser.add_argument("--prior-scale", type=float, default=1.0,
                         help="the coefficients' prior sd, in the simulation and the fit")
+    parser.add_argument("--burn-in", type=float, default=0.2)
     parser.add_argument("--out", default="ablation_logistic_short_runs")
     args = parser.parse_args()
     rows = []
@@ -123,7 +124,8 @@ def main():
     for name in args.designs:
         for max_iter in args.max_iter:
             for family in args.families:
-                row = cell(name, max_iter, family, args.k, args.seed, args.prior_scale)
+                row = cell(name, max_iter, family, args.k, args.seed, args.prior_scale,
+                           args.burn_in)
                 rows.append(row)
                 print(f"{name:4s} T={max_iter:6d} R={row['scale_relaxations']:5.1f} "
                       f"{family:10s} TARP {row['tarp_posterior']:.3f} / {row['tarp_prior']:.3f}"

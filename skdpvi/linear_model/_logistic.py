@@ -197,7 +197,8 @@ default="auto"
         parameters with ``sampling_rate * n_samples * n_params^2 <= 5e5``, a run
         long enough for its scales (``2 * sampling_rate * sqrt(max_iter) >= 16``
         with the default preconditioning: ``max_iter >= 6,400`` at
-        ``sampling_rate=0.1``) and those options at their defaults, else mean field
+        ``sampling_rate=0.1``), ``prior_scale <= 1`` and those options at their
+        defaults, else mean field
         (Adult). A fit warns (ConvergenceWarning) when its run is too short for its
         family's scales. Measured and gaps: user guide, "Correlated features: a
         full-rank variational family".

@@ -105,6 +105,11 @@ def test_tarp_study_in_lockstep_equals_the_study_fit_one_by_one():
     ({"max_iter": 300, "sampling_rate": 0.5, "learning_rate": 1e-3,
       "scale_preconditioning": 10.0}, (600, 3), "mean_field"),         # 3
     ({"max_iter": 300, "scale_preconditioning": 10.0}, (600, 3), "full_rank"),  # unknown
+    # a prior wider than 1: measured too narrow there
+    ({"prior_scale": 1.5}, (600, 3), "mean_field"),
+    ({"prior_scale": 1.0}, (600, 3), "full_rank"),
+    ({"prior_scale": 0.5}, (600, 3), "full_rank"),
+    ({"prior_scale": -1.0}, (600, 3), "mean_field"),  # the fit names it
 ])
 def test_auto_family_follows_the_public_shape_and_options(params, shape, family):
     est = DPBayesianLogisticRegression(**params)
