@@ -48,10 +48,11 @@ AUTO_MAX_PARAMS = 13
 #: (its joint gap is the DP noise's, which shrinks relative to the data with N).
 AUTO_MAX_STEP_COST = 5.0e5
 #: ... and with a prior scale up to this: with coefficients drawn from a wider prior
-#: (4 Gaussian features, 5,000 rows, epsilon 1, K = 100) the full-rank fit was too
-#: narrow, TARP 0.034 / 0.077 (authors' / prior references) at prior scale 1.5 and
-#: 0.083 / 0.155 at 2 (coverage 0.73-0.84), where the mean-field fit got 0.036 /
-#: 0.028 and 0.050 / 0.047 (results page, "Short runs and the variational scales").
+#: (4 Gaussian features, 5,000 rows, epsilon 1) the full-rank fit was too narrow,
+#: TARP 0.034 / 0.077 (authors' / prior references, K = 100) at prior scale 1.5 and
+#: 0.107 / 0.168 at 2 (K = 200, coverage 0.73-0.80), where the mean-field fit got
+#: 0.036 / 0.028 and 0.054 / 0.076 (coverage 0.89-0.91; results page, "Short runs
+#: and the variational scales"). Neither is calibrated at 2.
 AUTO_MAX_PRIOR_SCALE = 1.0
 #: The curvature's off-diagonal noise, measured by the halves of the window, shrunk
 #: towards its diagonal plus its part along the means
