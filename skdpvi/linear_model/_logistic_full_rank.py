@@ -12,8 +12,9 @@ intercept). The mean-field options that remodel the wander's curvature
 (``error_model``, ``decorrelation``) and the other backends do not apply. A
 simulation study's fits run in lockstep (:meth:`_FullRankMixin._fit_batch`,
 :func:`~skdpvi.dpvi.run_dpvi_full_rank_batched`), each as its own fit would.
-``variational_family="auto"`` (the default) fits it on small problems
-(:func:`_FullRankMixin._family_for`): measured on nine designs (results page,
+``variational_family="auto"`` (the default) fits it on small problems, with runs long
+enough for its scales and priors no wider than 1 (:func:`_FullRankMixin._family_for`):
+measured on nine designs (results page,
 "Clipping the full-rank blocks apart, and the full rank as the default"), its
 joint ellipsoids cover 0.81-0.94 where the mean-field fit's cover 0.07-0.67, with
 two failures that set the rule's bounds (too wide where most scale rows clip; the
@@ -28,9 +29,9 @@ from sklearn.base import clone
 
 from ..dpvi.full_rank import run_dpvi_full_rank, run_dpvi_full_rank_batched
 from ..noise_aware.full_rank import full_rank_posterior
+from ..noise_aware.sampling import _check_settled
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
-from ..noise_aware.sampling import _check_settled
 from ._logistic_release_checks import (FULL_RANK_MIN_SCALE_RELAXATIONS, check_full_rank_scales,
                                        check_logistic_fit, planned_scale_relaxations)
 from ._reporting import _describe_diagnostics, _progress
