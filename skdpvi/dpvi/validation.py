@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..utils.validation import check_int, check_positive_real
+from ..utils.validation import check_int, check_positive_array, check_positive_real
 
 __all__ = []
 
@@ -71,14 +71,9 @@ def _check_positive(name, value, allow_zero=False):
             value = value.detach().cpu().numpy()
         except RuntimeError:  # a tensor inside a functorch transform (vmap): not checkable
             return
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}.") from None
-    bound = ">= 0" if allow_zero else "> 0"
-    if array.size == 0 or not np.all(np.isfinite(array)) or \
-            not np.all(array >= 0 if allow_zero else array > 0):
-        raise ValueError(f"{name} must be finite and {bound}, got {value!r}.")
+    if np.size(value) == 0:
+        raise ValueError(f"{name} must be a number or a non-empty array, got {value!r}.")
+    check_positive_array(name, value, allow_zero=allow_zero)
 
 
 def _check_count(name, value, low=1):

@@ -194,14 +194,11 @@ default="auto"
         "full_rank": DP-SGD on ``N(m, L L^T)``, same mechanism and accounting
         (:func:`~skdpvi.dpvi.run_dpvi_full_rank`); needs the default ``inference``,
         ``error_model`` and no ``decorrelation``. "auto": full rank at most 13
-        parameters with ``sampling_rate * n_samples * n_params^2 <= 5e5``, a run
-        long enough for its scales (``2 * sampling_rate * sqrt(max_iter) >= 16``
-        with the default preconditioning: ``max_iter >= 6,400`` at
-        ``sampling_rate=0.1``), ``prior_scale <= 1`` and those options at their
-        defaults, else mean field
-        (Adult). A fit warns (ConvergenceWarning) when its run is too short for its
-        family's scales. Measured and gaps: user guide, "Correlated features: a
-        full-rank variational family".
+        parameters, ``sampling_rate * n_samples * n_params^2 <= 5e5``, ``2 *
+        sampling_rate * sqrt(max_iter) >= 16`` (the scales' relaxations),
+        ``prior_scale <= 1`` and those options at their defaults, else mean field
+        (Adult); a run too short for its family's scales warns. User guide,
+        "Correlated features: a full-rank variational family".
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a

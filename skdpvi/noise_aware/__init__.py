@@ -61,8 +61,9 @@ from .flat_directions import FlatPriorComponents, find_onehot_blocks, onehot_fla
 from .extrapolation import uncertain_extrapolation
 from .full_rank import full_rank_curvature, full_rank_posterior, full_rank_wander_width
 from .diagonal_matching import matched_curvature
-from .linear_response import (linear_response_posterior, mean_field_curvature,
-                              shrink_wander_covariance, window_curvature)
+from .linear_response import (linear_response_posterior, shrink_wander_covariance,
+                              window_curvature)
+from .scale_curvature import mean_field_curvature
 from .gradient_model import GradientModel
 from .preconditioning import correlation_step_matrix, rate_cap, recording_step_matrix
 from .sampling import sample_phi_star
