@@ -19,6 +19,24 @@ from .statistics import TraceStatistics
 
 __all__ = []
 
+#: Steps between two updates of the means' preconditioner (``mean_preconditioning``).
+_PRECONDITION_EVERY = 64
+
+
+def covariance_preconditioner(L, cap):
+    """The means' step matrix from the current factor L of q's covariance S = L L^T.
+
+    ``S / lambda_min(S)`` with its eigenvalues capped at ``cap``: 1 along the
+    stiffest direction (where the default step is), up to ``cap`` times the step
+    along flatter ones, so that every direction relaxes at about the stiffest one's
+    rate (a natural-gradient step for the means, q's covariance standing in for the
+    inverse curvature). L is a released iterate: no privacy cost.
+    """
+    S = L @ L.mT
+    lam, V = torch.linalg.eigh(0.5 * (S + S.mT))
+    ratio = torch.clamp(lam / torch.clamp(lam[..., :1], min=1e-300), min=1.0, max=cap)
+    return (V * ratio[..., None, :]) @ V.mT
+
 
 def full_rank_size(n_params):
     """Length of phi = (m, rho, U) for ``n_params`` parameters."""
@@ -100,8 +118,9 @@ class _LockstepRuns:
     the stacked data; per-run mechanism values as tensors of shape (R,)."""
 
     def __init__(self, X, y, R, N, n, step, *, noise_std, lr_means, lr_scales, beta_scales,
-                 init_scale):
+                 init_scale, mean_preconditioning=None):
         self.X, self.y, self.R, self.N, self.n, self.step = X, y, R, N, n, step
+        self.mean_preconditioning = mean_preconditioning
         self.noise_std = noise_std[:, None]
         self.lr_means, self.lr_scales = lr_means[:, None], lr_scales[:, None]
         self.beta_scales = beta_scales[:, None]
@@ -151,7 +170,7 @@ class _LockstepRuns:
         sums = _WindowSums(R, n, d, burn_in, n_steps)
         clipped = torch.zeros(2, R, dtype=torch.float64)
         seen = torch.zeros(R, dtype=torch.float64)
-        bar = None
+        bar = P = None
         if verbose:
             from tqdm.auto import tqdm
             bar = tqdm(total=n_steps, desc="DP-SGD (full rank)" + (f" x {R}" if R > 1 else ""),
@@ -171,6 +190,9 @@ class _LockstepRuns:
                 w = None if narrowest[k] == width else \
                     (torch.arange(width) < counts[k, :, None]).to(torch.float64)
                 factors = step.factors(rho, U)
+                if self.mean_preconditioning is not None \
+                        and (start + k) % _PRECONDITION_EVERY == 0:
+                    P = covariance_preconditioner(factors[2], self.mean_preconditioning)
                 sum_m, sum_rho, sum_u, n_clipped = step(m, rho, factors,
                                                       None if eps is None else eps[k], Xb, yb, w)
                 if n_clipped is not None:
@@ -182,7 +204,10 @@ class _LockstepRuns:
                 g_u = sum_u + z[:, 2 * n:] / self.beta_scales
                 if start + k >= burn_in:
                     sums.add(start + k, m, rho, U, g_m, factors)
-                m = m - self.lr_means * g_m
+                if P is None:
+                    m = m - self.lr_means * g_m
+                else:
+                    m = m - self.lr_means * (P @ g_m[..., None]).squeeze(-1)
                 rho = rho - self.lr_scales * g_rho
                 U = U - self.lr_scales * g_u
             if bar is not None:

@@ -228,7 +228,10 @@ def test_closed_form_run_sees_the_same_subsamples_and_noise():
                                        (dict(mean_clip_share=-0.5), "mean_clip_share"),
                                        (dict(elbo_gradients="exact"), "elbo_gradients"),
                                        (dict(init_scale=0.0), "init_scale"),
-                                       (dict(init_scale=float("inf")), "init_scale")])
+                                       (dict(init_scale=float("inf")), "init_scale"),
+                                       (dict(mean_preconditioning=0.5), "mean_preconditioning"),
+                                       (dict(mean_preconditioning="yes"),
+                                        "mean_preconditioning")])
 def test_bad_settings_name_the_parameter(bad, name):
     settings = dict(prior_scale=1.0, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.5,
                     n_steps=10, burn_in=2, learning_rate=1e-3, preconditioner=10.0)
@@ -507,3 +510,36 @@ def test_full_rank_posterior_with_the_prior_once_pulls_the_noisy_centre_towards_
     m = plug_in.mean.mean(0)
     assert np.all(np.abs(m - centre) < 5 * np.sqrt(np.diag(info["covariance"])) / 140)
     assert 0.5 < (m_once @ centre) / (centre @ centre) < 0.95
+
+
+def test_covariance_preconditioner_is_the_covariance_over_its_smallest_eigenvalue_capped():
+    from skdpvi.dpvi.full_rank_loop import covariance_preconditioner
+    rng = np.random.default_rng(0)
+    Q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    lam = np.array([0.5, 1.0, 4.0, 50.0])
+    S = (Q * lam) @ Q.T
+    L = torch.as_tensor(np.linalg.cholesky(S))
+    P = covariance_preconditioner(L[None], 20.0)[0].numpy()
+    # along each eigenvector of S: its eigenvalue over the smallest, at most the cap
+    np.testing.assert_allclose(Q.T @ P @ Q, np.diag([1.0, 2.0, 8.0, 20.0]), atol=1e-9)
+    np.testing.assert_allclose(covariance_preconditioner(L[None], 1.0)[0].numpy(), np.eye(4),
+                               atol=1e-9)
+
+
+def test_mean_preconditioning_steps_the_means_by_the_preconditioned_gradient():
+    rng = np.random.default_rng(3)
+    X = np.c_[rng.standard_normal((300, 2)) * [1.0, 0.2], np.ones(300)]
+    y = (rng.random(300) < 0.5).astype(float)
+    settings = dict(prior_scale=1.0, noise_multiplier=1.0, clip_norm=2.0, sampling_rate=0.3,
+                    n_steps=200, burn_in=50, learning_rate=1e-3, preconditioner=10.0,
+                    random_state=1, init_scale=0.5)
+    plain = run_dpvi_full_rank(X, y, **settings)
+    # a cap of 1 is the identity: the same run
+    same = run_dpvi_full_rank(X, y, mean_preconditioning=1.0, **settings)
+    np.testing.assert_allclose(same.phi, plain.phi, rtol=1e-12, atol=1e-14)
+    # with a cap the means move further along their flattest direction (the second
+    # feature's coefficient, its column 5 times smaller)
+    faster = run_dpvi_full_rank(X, y, mean_preconditioning=100.0, **settings)
+    assert not np.allclose(faster.phi, plain.phi)
+    moved = lambda release: np.abs(release.mean_phi[1])  # noqa: E731
+    assert moved(faster) > 2 * moved(plain)

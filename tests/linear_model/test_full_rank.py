@@ -250,3 +250,15 @@ def test_runs_too_short_for_the_scales_warn_and_record_the_count():
             warnings.simplefilter("always")
             est.set_params(random_state=0).fit(X, y)
         assert not [w for w in caught if "relax" in str(w.message)]
+
+
+def test_explicit_full_rank_with_a_wide_prior_warns():
+    X, y = _data()
+    est = _estimator(max_iter=200, sampling_rate=0.6, prior_scale=2.0)
+    with pytest.warns(ConvergenceWarning, match="prior_scale=2: with coefficients drawn from"):
+        est.fit(X, y)
+    for prior_scale in (0.5, 1.0):  # where "auto" fits the full rank itself: no warning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.set_params(prior_scale=prior_scale, random_state=0).fit(X, y)
+        assert not [w for w in caught if "prior_scale=" in str(w.message)]
