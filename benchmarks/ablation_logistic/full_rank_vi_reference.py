@@ -83,12 +83,18 @@ def _curvature(release, moments, prior_sd):
     return (V * np.maximum(lam, 1.0 / prior_sd**2)) @ V.T
 
 
-def one(cell, seed, variants, posterior):
+def simulation(cell, seed, **params):
+    """One simulation of ``cell`` with the default full-rank estimator's mechanism
+    (``params`` change estimator parameters): the truth, the engine's rows and 0/1
+    targets, the prior scale, :func:`run_dpvi_full_rank`'s keyword arguments, the
+    exact VI optimum ``(m_vi, S_vi)``, the truth's direction u and a random unit v
+    across it."""
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     theta, X, y = simulate(_rule_cell(cell), seed)
     tau = prior_scale(cell)
-    est = estimator(cell, variational_family="full_rank").set_params(random_state=seed)
+    est = estimator(cell, variational_family="full_rank").set_params(random_state=seed,
+                                                                     **params)
     X_checked, y01 = est._fit_inputs(X, y)
     settings = est._engine_settings(X_checked.shape[0], X_checked.shape[1], X_checked,
                                     est._fit_seeds().engine)
@@ -99,6 +105,11 @@ def one(cell, seed, variants, posterior):
     v = np.random.default_rng(seed).standard_normal(len(u))
     v -= (v @ u) * u
     v /= np.linalg.norm(v)
+    return theta, rows, y01, tau, kw, (m_vi, S_vi), u, v
+
+
+def one(cell, seed, variants, posterior):
+    theta, rows, y01, tau, kw, (m_vi, S_vi), u, v = simulation(cell, seed)
     out = {}
     for name in variants:
         release = run_dpvi_full_rank(rows, y01, random_state=seed,

@@ -1,7 +1,7 @@
 """Probe: the full-rank trace's lag behind the VI optimum along the coefficients.
 
 For each simulation of a ``release_cache.py`` cell: the exact full-rank VI optimum
-``N(m_vi, S_vi)`` (``full_rank_vi_reference.vi_optimum``, non-private), one private
+``N(m_vi, S_vi)`` (``full_rank_vi_reference.simulation``, non-private), one private
 run with the default estimator's full-rank mechanism (``--set`` changes estimator
 parameters before the accountant, e.g. ``'{"epsilon": 30}'`` or ``'{"max_iter":
 40000}'``; ``--engine`` overrides :func:`~skdpvi.dpvi.run_dpvi_full_rank`'s keyword
@@ -25,10 +25,8 @@ import argparse
 import json
 import os
 import sys
-import warnings
 
 import numpy as np
-import torch
 from joblib import Parallel, delayed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,29 +34,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _common import machine, save  # noqa: E402
-from full_rank_vi_reference import vi_optimum  # noqa: E402
-from release_cache import CELLS, _rule_cell, estimator, prior_scale, simulate  # noqa: E402
+from full_rank_vi_reference import simulation  # noqa: E402
+from release_cache import CELLS  # noqa: E402
 from skdpvi.dpvi.full_rank import run_dpvi_full_rank  # noqa: E402
 from skdpvi.noise_aware import full_rank_posterior  # noqa: E402
 
 
 def one(cell, seed, params, engine):
-    warnings.simplefilter("ignore")
-    torch.set_num_threads(1)
-    theta, X, y = simulate(_rule_cell(cell), seed)
-    tau = prior_scale(cell)
-    est = estimator(cell, variational_family="full_rank").set_params(random_state=seed,
-                                                                     **params)
-    X_checked, y01 = est._fit_inputs(X, y)
-    settings = est._engine_settings(X_checked.shape[0], X_checked.shape[1], X_checked,
-                                    est._fit_seeds().engine)
-    kw = est._full_rank_engine(settings)
-    rows = est._full_rank_rows(X_checked)
-    m_vi, S_vi = vi_optimum(rows, y01, tau)
-    u = theta / np.linalg.norm(theta)
-    v = np.random.default_rng(seed).standard_normal(len(u))
-    v -= (v @ u) * u
-    v /= np.linalg.norm(v)
+    theta, rows, y01, tau, kw, (m_vi, S_vi), u, v = simulation(cell, seed, **params)
     release = run_dpvi_full_rank(rows, y01, random_state=seed, **{**kw, **engine})
     components, info = full_rank_posterior(release, prior_scale=tau, n_components=2000,
                                            wander_correction=True,
