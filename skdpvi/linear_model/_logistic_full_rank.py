@@ -76,7 +76,8 @@ def check_full_rank_prior(est):
             f"variational_family='full_rank' with prior_scale={est.prior_scale:g}: with "
             f"coefficients drawn from priors wider than {AUTO_MAX_PRIOR_SCALE:g} its "
             "credible intervals were measured too narrow (90 % intervals covering "
-            "0.61-0.80 at prior scale 2): the DP-SGD trace has not reached the optimum "
+            "0.47-0.80 on three designs at prior scale 2): the DP-SGD trace has not "
+            "reached the optimum "
             "along the coefficients when the logits are large, however long the run. "
             "variational_family='auto' fits the mean field there; check the fit with "
             "skdpvi.metrics.run_tarp_study on simulated data like yours.",
