@@ -137,12 +137,19 @@ def one(cell, seed, variants, posterior):
     return out
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cell_parser(description):
+    """The arguments of a probe over one cell's simulations: the cell, how many, the
+    first seed and the workers."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("cell", choices=list(CELLS))
     parser.add_argument("--n-sim", type=int, default=12)
     parser.add_argument("--first-seed", type=int, default=5000)
     parser.add_argument("--n-jobs", type=int, default=2)
+    return parser
+
+
+def main():
+    parser = cell_parser(__doc__.splitlines()[0])
     parser.add_argument("--variant", nargs="+", default=["{}"])
     parser.add_argument("--posterior", action="store_true")
     parser.add_argument("--save", default="ablation_logistic_full_rank_vi_reference")

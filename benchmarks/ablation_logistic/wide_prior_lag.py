@@ -21,7 +21,6 @@ Run: python benchmarks/ablation_logistic/wide_prior_lag.py d10ps2 --n-sim 12 \
          --engine '{"mean_preconditioning": 100}'
 """
 
-import argparse
 import json
 import os
 import sys
@@ -34,8 +33,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _common import machine, save  # noqa: E402
-from full_rank_vi_reference import simulation  # noqa: E402
-from release_cache import CELLS  # noqa: E402
+from full_rank_vi_reference import cell_parser, simulation  # noqa: E402
 from skdpvi.dpvi.full_rank import run_dpvi_full_rank  # noqa: E402
 from skdpvi.noise_aware import full_rank_posterior  # noqa: E402
 
@@ -57,11 +55,7 @@ def one(cell, seed, params, engine):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("cell", choices=list(CELLS))
-    parser.add_argument("--n-sim", type=int, default=12)
-    parser.add_argument("--first-seed", type=int, default=5000)
-    parser.add_argument("--n-jobs", type=int, default=2)
+    parser = cell_parser(__doc__.splitlines()[0])
     parser.add_argument("--set", default="{}", help="estimator parameters (JSON)")
     parser.add_argument("--engine", default="{}", help="run_dpvi_full_rank overrides (JSON)")
     parser.add_argument("--save", default="ablation_logistic_wide_prior_lag")

@@ -178,7 +178,8 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
         Step the means by ``P g`` instead of ``g``, with P the current ``L L^T`` over
         its smallest eigenvalue, its eigenvalues capped at this value (updated every
         64 steps from the iterate; ``full_rank_loop.covariance_preconditioner``): a
-        natural-gradient step that relaxes the flat directions faster. Measured,
+        natural-gradient step that relaxes the flat directions faster (the release's
+        ``learning_rate`` stays the plain step's). Measured,
         not the default: with coefficients from a prior of scale 2 it shortened the
         trace's lag behind the optimum along the coefficients but did not calibrate
         the posterior (results page, "Wide priors: the trace's lag is the step's, not

@@ -197,8 +197,8 @@ default="auto"
         parameters, ``sampling_rate * n_samples * n_params^2 <= 5e5``, ``2 *
         sampling_rate * sqrt(max_iter) >= 16`` (the scales' relaxations),
         ``prior_scale <= 1`` and those options at their defaults, else mean field
-        (Adult); short runs, and a full rank with ``prior_scale > 1``, warn. User guide,
-        "Correlated features: a full-rank variational family".
+        (Adult); short runs, and a full rank with ``prior_scale > 1``, warn (user
+        guide, "Correlated features: a full-rank variational family").
     prior_scale : float, default=1.0
         Prior standard deviation of every coefficient and the intercept. Above 1.5
         the default error model never matches the curvature (see ``error_model``), a
