@@ -44,7 +44,8 @@ from skdpvi.metrics import run_tarp_study, tarp_coverage  # noqa: E402
 #: marginal (optional): ("t", df), Student-t columns scaled to unit variance, or
 #: ("binary", p), 0/1 columns with P(1) = p (uncentred, as dummy-coded data are).
 #: The first six were fixed on 2026-11-27 (thirtieth session), the second six on
-#: 2026-11-27 (thirty-first session), each set before any of its runs.
+#: 2026-11-27 (thirty-first session), the third seven on 2026-11-29 (forty-third
+#: session), each set before any of its runs.
 DESIGNS = {
     "lin_d7_toep06_n3000_e05": ("linear", 7, 3000, 0.5, ("toeplitz", 0.6), None, (1.5, 10.0, 2.0)),
     "lin_d15_n20000_e1": ("linear", 15, 20000, 1.0, None, None, (1.0, 5.0, 1.0)),
@@ -59,6 +60,18 @@ DESIGNS = {
     "log_d4_equi05_n4000_e1": ("logistic", 4, 4000, 1.0, ("equi", 0.5), None, 1.0),
     "log_d6_binary03_n10000_e1": ("logistic", 6, 10000, 1.0, None, None, 1.0, ("binary", 0.3)),
     "log_d12_n30000_e2_ps05": ("logistic", 12, 30000, 2.0, None, None, 0.5),
+    # third set (forty-third session, 2026-11-29): dimensions beyond any earlier run
+    # (25 linear, 20 and 30 logistic), the smallest problems (2 features), a vague
+    # noise prior, and a logistic prior just above the "auto" bound (1.5)
+    "lin_d25_toep05_n10000_e1": ("linear", 25, 10000, 1.0, ("toeplitz", 0.5), None,
+                                 (1.0, 5.0, 1.0)),
+    "lin_d2_n300_e05": ("linear", 2, 300, 0.5, None, None, (2.0, 20.0, 0.5)),
+    "lin_d10_equi03_n5000_e1_vague": ("linear", 10, 5000, 1.0, ("equi", 0.3), None,
+                                      (2.0, 3.0, 1.0)),
+    "log_d20_toep05_n20000_e1": ("logistic", 20, 20000, 1.0, ("toeplitz", 0.5), None, 1.0),
+    "log_d2_n800_e05": ("logistic", 2, 800, 0.5, None, None, 1.0),
+    "log_d5_n5000_e1_ps15": ("logistic", 5, 5000, 1.0, None, None, 1.5),
+    "log_d30_n50000_e1_ps05": ("logistic", 30, 50000, 1.0, None, None, 0.5),
 }
 
 
