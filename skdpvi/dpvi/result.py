@@ -1,6 +1,6 @@
 """What one DPVI run releases: :class:`DPVIResult`."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,6 +25,8 @@ class DPVIResult:
     learning_rate : ndarray of shape (d,)
         Per-coordinate step size lambda * beta.
     n_steps, burn_in : int
+        T, and the first step of the recording window (the run's burn-in, or a later
+        start a post-processing chose: :meth:`with_window`).
     trace_phi, trace_grad : ndarray or None
         The full trace (T+1, d) and noisy gradients (T, d) if recorded.
     diagnostics : dict
@@ -45,6 +47,35 @@ class DPVIResult:
     trace_phi: np.ndarray = None
     trace_grad: np.ndarray = None
     diagnostics: dict = field(default_factory=dict)
+
+    def with_window(self, start):
+        """The same release with its recording window starting at step ``start``.
+
+        Post-processing may choose a later start than the run's burn-in from the
+        release itself (:func:`~skdpvi.noise_aware.statistics_posterior`'s
+        ``settle``); the window's statistics are recomputed from the recorded trace,
+        which this needs.
+
+        Parameters
+        ----------
+        start : int
+            In ``[burn_in, n_steps - 4]``.
+
+        Returns
+        -------
+        DPVIResult
+        """
+        start = int(start)
+        if start == self.burn_in:
+            return self
+        if self.trace_phi is None or self.trace_grad is None:
+            raise ValueError("Moving the recording window needs the recorded trace "
+                             "(record_trace=True).")
+        if not self.burn_in <= start <= self.n_steps - 4:
+            raise ValueError(f"start must be in [burn_in, n_steps - 4] = [{self.burn_in}, "
+                             f"{self.n_steps - 4}], got {start}.")
+        return replace(self, burn_in=start,
+                       stats=TraceStatistics.from_trace(self.trace_phi, self.trace_grad, start))
 
     @property
     def noise_std(self):

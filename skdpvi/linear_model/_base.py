@@ -155,10 +155,13 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                 components, diagnostics = statistics_posterior(
                     result, model.data_statistics(n_samples), int(self.n_posterior_samples),
                     random_state=seeds.post)
+                # the window the posterior settled on, for every later check too
+                result = result.with_window(diagnostics["window_start"])
                 self.posterior_ = NoiseAwarePosterior.from_components(components, model,
                                                                       self.inference)
                 what = "mixture components"
             except NoValidDraws as error:
+                result = result.with_window(getattr(error, "window_start", result.burn_in))
                 # one unusual data set must not end a study of hundreds of fits: the
                 # paper's gradient model needs no draw inside the model's support
                 warnings.warn(

@@ -310,7 +310,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         if eta is not None:
             statistics = settings.engine["model"].data_statistics(n_samples)
             check_release(self, statistics, eta,
-                          fallback="fallback" in self.inference_diagnostics_, result=result)
+                          fallback="fallback" in self.inference_diagnostics_,
+                          result=self.dpvi_result_)  # the window the posterior used
         check_rows_for_budget(self, n_samples, settings.engine["sampling_rate"],
                               settings.engine["noise_multiplier"])
         return theta_mean

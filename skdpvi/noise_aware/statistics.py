@@ -55,7 +55,7 @@ from ..dpvi.mechanism import group_clip_norms
 from ..utils.blas import limit_blas_threads
 from ..exceptions import IdentifiabilityWarning
 from ..models.clipping_correction import clipping_correction
-from .convergence import _statistics_split_check
+from .convergence import SPLIT_TEST_LEVEL, _statistics_split_check
 from .statistics_clipping import _ClippedStatistics
 from .statistics_fit import StatisticsFit, _shrinkage_fit
 from .statistics_sampling import NoValidDraws, _resample
@@ -66,14 +66,15 @@ __all__ = ["statistics_posterior", "StatisticsFit"]
 _IDENTIFICATION_LEVEL = 0.5
 
 
-def _trace_regression(result, data_statistics):
-    """(phi, target, precision) of the recording window, and the halves' bounds."""
+def _trace_regression(result, data_statistics, start=None):
+    """(phi, target, precision) of the recording window (from step ``start``, default
+    the run's burn-in)."""
     if result.trace_phi is None or result.trace_grad is None:
         raise ValueError(
             "The statistics posterior needs the released trace: run the engine with "
             "record_trace=True."
         )
-    burn = result.burn_in
+    burn = result.burn_in if start is None else int(start)
     phi = np.asarray(result.trace_phi[burn:-1], float)
     grad = np.asarray(result.trace_grad[burn:], float)
     kappa = result.sampling_rate
@@ -84,7 +85,7 @@ def _trace_regression(result, data_statistics):
 
 
 def statistics_posterior(result, data_statistics, n_components=1000, random_state=None, *,
-                         n_proposals=None, check=True):
+                         n_proposals=None, check=True, settle=True):
     """The noise-aware posterior of a DPVI run through the model's data statistics.
 
     Parameters
@@ -107,6 +108,13 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         Run the split-window and residual checks and warn with a
         :class:`~sklearn.exceptions.ConvergenceWarning` when the model does not
         describe the trace.
+    settle : bool, default=True
+        Where the split-window check fails on the recorded window, refit on its
+        later part (from a quarter, then from half of it on; :data:`WINDOW_OFFSETS`)
+        and keep the first window the check passes on, else the one it rejects
+        least. Choosing the window from the release is post-processing: no
+        privacy cost. ``diagnostics["window_start"]`` is the step the window used
+        starts at. Needs ``check``.
 
     Returns
     -------
@@ -123,7 +131,10 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         ("off" for models that do not correct for clipping, "negligible",
         "applied", "unsettled": the plug-in did not settle and the
         clipping is left unmodelled, or "failed": the corrected fit left fewer than
-        ``n_components / 10`` possible draws and the uncorrected one was used).
+        ``n_components / 10`` possible draws and the uncorrected one was used),
+        ``window_start`` (the first step of the window used; ``result.burn_in``
+        unless ``settle`` moved it) and, where it did, ``recorded_window_p_value``
+        (the split check's p-value on the recorded window).
     """
     if not isinstance(n_components, (int, np.integer)) or n_components < 1:
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}.")
@@ -131,13 +142,19 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
     # slower measured for a 78 x 78 eigh with another job running)
     with limit_blas_threads(1):
         return _statistics_posterior(result, data_statistics, n_components, random_state,
-                                     n_proposals, check)
+                                     n_proposals, check, settle and check)
 
 
-def _statistics_posterior(result, data_statistics, n_components, random_state, n_proposals,
-                          check):
-    rng = np.random.default_rng(random_state)
-    phi, target, precision = _trace_regression(result, data_statistics)
+#: Later starts of the recording window that ``settle`` tries, as fractions of the
+#: recorded window, where the split-window check rejects the whole of it.
+WINDOW_OFFSETS = (0.25, 0.5)
+
+
+def _window_fit(base, result, start):
+    """The regression of eta on the window from step ``start``: a dict with the window's
+    (phi, target, precision, halves), the statistics regressed on (clipping
+    corrected or not), the correction's state and the regression."""
+    phi, target, precision = _trace_regression(result, base, start)
     if len(phi) < 4:
         raise ValueError(
             f"The trace after burn-in has {len(phi)} pairs; at least 4 are needed. "
@@ -150,35 +167,93 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
         )
     half = len(phi) // 2
     halves = (slice(0, half), slice(half, None))
-    base = data_statistics
-    data_statistics = _undo_clipping(base, result, phi, target, precision, halves)
+    corrected = _undo_clipping(base, result, phi, target, precision, halves)
     correction = ("off" if not getattr(base, "correct_clipping", True)
-                  else "unsettled" if data_statistics is None
-                  else "applied" if data_statistics is not base else "negligible")
-    data_statistics = base if data_statistics is None else data_statistics
-    regression = _regression(data_statistics, phi, target, precision, halves)
+                  else "unsettled" if corrected is None
+                  else "applied" if corrected is not base else "negligible")
+    statistics = base if corrected is None else corrected
+    return dict(phi=phi, target=target, precision=precision, halves=halves, start=start,
+                statistics=statistics, correction=correction,
+                regression=_regression(statistics, phi, target, precision, halves))
+
+
+def _split_check(window, warn):
+    """The statistics split-window check of a :func:`_window_fit`."""
+    regression = window["regression"]
+    return _statistics_split_check(
+        regression["parts"], regression["fit"], regression["index"], regression["scale"],
+        regression["P"], regression["h"], regression["yy"],
+        len(window["phi"]) * int(np.count_nonzero(window["precision"])), warn=warn,
+        stacklevel=5)  # the caller of statistics_posterior
+
+
+def _settled_window(base, result):
+    """The recorded window's fit, or, where the split check rejects it, that of the
+    first later start (:data:`WINDOW_OFFSETS`) it accepts, else of the start it
+    rejects least; and the recorded window's p-value when another was taken.
+
+    A transient that outlasts the burn-in (measured: linear regression with a vague
+    noise prior, whose draws with large coefficients were still descending at
+    the burn-in step, intervals of the noise variance 14-32 sds off) shows as halves
+    that disagree; the later part of the window has settled."""
+    recorded = _window_fit(base, result, result.burn_in)
+    p_recorded = _split_check(recorded, warn=False)["split_p_value"]
+    if not p_recorded < SPLIT_TEST_LEVEL:
+        return recorded, None
+    best, best_p = recorded, p_recorded
+    length = result.n_steps - result.burn_in
+    for fraction in WINDOW_OFFSETS:
+        start = result.burn_in + int(fraction * length)
+        try:
+            window = _window_fit(base, result, start)
+        except ValueError:  # too few pairs left
+            break
+        p_value = _split_check(window, warn=False)["split_p_value"]
+        if p_value > best_p:
+            best, best_p = window, p_value
+        if p_value >= SPLIT_TEST_LEVEL:
+            break
+    return best, (p_recorded if best is not recorded else None)
+
+
+def _statistics_posterior(result, data_statistics, n_components, random_state, n_proposals,
+                          check, settle):
+    rng = np.random.default_rng(random_state)
+    base = data_statistics
+    if settle:
+        window, p_recorded = _settled_window(base, result)
+    else:
+        window, p_recorded = _window_fit(base, result, result.burn_in), None
+    phi, target, precision, halves = (window[k] for k in ("phi", "target", "precision",
+                                                          "halves"))
+    data_statistics, correction = window["statistics"], window["correction"]
+    regression = window["regression"]
     try:
         components, sampling = _resample_or_explain(data_statistics, regression, n_components,
                                                     rng, n_proposals,
                                                     strict=data_statistics is not base)
-    except ValueError:
+    except ValueError as error:
         if data_statistics is base:
+            error.window_start = int(window["start"])  # for a caller's fallback
             raise
         # the linearised correction put (nearly) every draw outside the model's
         # support (a first estimate too far from the truth to linearise at): without it
         data_statistics, correction = base, "failed"
         regression = _regression(base, phi, target, precision, halves)
-        components, sampling = _resample_or_explain(base, regression, n_components, rng,
-                                                    n_proposals)
+        try:
+            components, sampling = _resample_or_explain(base, regression, n_components, rng,
+                                                        n_proposals)
+        except NoValidDraws as error:
+            error.window_start = int(window["start"])
+            raise
     fit = regression["fit"]
     diagnostics = {"gamma_grid": fit.gammas, "gamma_weights": fit.weights,
                    "eta_mean": fit.mean, "noise_inflation": regression["ratio"],
-                   "clipping_correction": correction}
+                   "clipping_correction": correction, "window_start": int(window["start"])}
+    if p_recorded is not None:
+        diagnostics["recorded_window_p_value"] = p_recorded
     if check:
-        diagnostics.update(_statistics_split_check(
-            regression["parts"], fit, regression["index"], regression["scale"],
-            regression["P"], regression["h"], regression["yy"],
-            len(phi) * int(np.count_nonzero(precision))))
+        diagnostics.update(_split_check({**window, "regression": regression}, warn=True))
         diagnostics.update(_identification_check(data_statistics,
                                                  regression["identification_fit"]))
     diagnostics.update(sampling)

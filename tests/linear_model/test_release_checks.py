@@ -432,3 +432,25 @@ def test_linear_few_rows_for_the_budget_warn():
         est = _estimator().fit(*_data(shift=0.0))
     assert not any("Few rows" in str(w.message) for w in caught)
     assert est.inference_diagnostics_["batch_over_noise"] > 1
+
+
+def test_the_fit_keeps_the_window_its_posterior_settled_on(monkeypatch):
+    """Where the statistics posterior fits a later window than the run's burn-in
+    (``settle``), ``dpvi_result_`` and the checks after it use that window."""
+    import skdpvi.linear_model._base as base
+
+    real = base.statistics_posterior
+    moved = {}
+
+    def later_window(result, *args, **kwargs):
+        components, diagnostics = real(result, *args, **kwargs)
+        moved["start"] = result.burn_in + 100
+        return components, {**diagnostics, "window_start": moved["start"]}
+
+    X, y = _data(shift=0.0)
+    est = _estimator().fit(X, y)
+    assert est.dpvi_result_.burn_in == est.inference_diagnostics_["window_start"] == est.burn_in_
+    monkeypatch.setattr(base, "statistics_posterior", later_window)
+    est = _estimator().fit(X, y)
+    assert est.burn_in_ == 160 and est.dpvi_result_.burn_in == moved["start"] == 260
+    assert est.dpvi_result_.stats.count == 800 - 260

@@ -85,7 +85,7 @@ def test_split_window_check_warns_when_the_halves_disagree_and_not_otherwise():
     shift[st.n_vech:] = 40.0  # b moves between the halves of the window
     phi, grads = _synthetic_trace(st, eta, rng, shift=shift)
     with pytest.warns(ConvergenceWarning, match="do not follow"):
-        statistics_posterior(_result(phi, grads), st, 200, random_state=0)
+        statistics_posterior(_result(phi, grads), st, 200, random_state=0, settle=False)
     p_values = []
     for seed in range(8):
         rng = np.random.default_rng(100 + seed)
@@ -506,3 +506,76 @@ def test_prior_predictive_in_chunks_equals_one_call(monkeypatch):
     assert np.isfinite(whole).sum() > 40
     monkeypatch.setattr(sampling, "_LOG_PRIOR_CHUNK", 7)
     np.testing.assert_array_equal(sampling._log_prior(st, etas), whole)
+
+
+def _shifted_trace(at, seed=5):
+    """A trace whose b statistics move by 40 at step ``at`` of 4,000."""
+    st = LogisticRegressionModel(2).data_statistics(1000)
+    rng = np.random.default_rng(seed)
+    eta = _true_logistic_eta(st, rng)
+    shift = np.zeros_like(eta)
+    shift[st.n_vech:] = 40.0
+    phi, grads = _synthetic_trace(st, eta, rng)
+    J, r = st.design(phi[:-1])
+    grads[at:] += KAPPA * np.einsum("tdk,k->td", J[at:], shift)
+    return st, eta, shift, _result(phi, grads)
+
+
+def test_settle_fits_the_later_window_where_the_recorded_one_did_not_settle():
+    """Statistics that move at step 2,000 of 4,000: the recorded window's halves
+    disagree, the last half agrees with itself; the posterior is fitted there (no
+    warning) and recovers the moved statistics, which the whole window's fit misses."""
+    st, eta, shift, result = _shifted_trace(2000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        _, diag = statistics_posterior(result, st, 200, random_state=0)
+    assert diag["window_start"] == 2000
+    assert diag["recorded_window_p_value"] < 1e-3 <= diag["split_p_value"]
+    b = slice(st.n_vech, None)
+    moved = eta[b] + shift[b]
+    assert np.max(np.abs(diag["eta_mean"][b] - moved)) < 10.0
+    with pytest.warns(ConvergenceWarning, match="do not follow"):
+        _, whole = statistics_posterior(result, st, 200, random_state=0, settle=False)
+    assert whole["window_start"] == 0 and "recorded_window_p_value" not in whole
+    assert np.max(np.abs(whole["eta_mean"][b] - moved)) > 15.0
+
+
+def test_settle_still_warns_where_no_later_window_settles():
+    """A move in the last eighth of the trace: every window tried straddles it."""
+    st, _, _, result = _shifted_trace(3500)
+    with pytest.warns(ConvergenceWarning, match="do not follow"):
+        _, diag = statistics_posterior(result, st, 200, random_state=0)
+    assert diag["split_p_value"] < 1e-3
+    assert diag["window_start"] in (0, 1000, 2000)
+    if diag["window_start"]:  # a later window only where it was rejected less
+        assert diag["recorded_window_p_value"] < diag["split_p_value"]
+    else:
+        assert "recorded_window_p_value" not in diag
+
+
+def test_settled_trace_keeps_the_recorded_window():
+    st = LogisticRegressionModel(2).data_statistics(1000)
+    rng = np.random.default_rng(11)
+    phi, grads = _synthetic_trace(st, _true_logistic_eta(st, rng), rng)
+    _, diag = statistics_posterior(_result(phi, grads), st, 200, random_state=0)
+    _, fixed = statistics_posterior(_result(phi, grads), st, 200, random_state=0, settle=False)
+    assert diag["window_start"] == 0 and "recorded_window_p_value" not in diag
+    np.testing.assert_array_equal(diag["eta_mean"], fixed["eta_mean"])
+
+
+def test_with_window_recomputes_the_window_statistics_from_the_trace():
+    st = LogisticRegressionModel(2).data_statistics(1000)
+    rng = np.random.default_rng(3)
+    phi, grads = _synthetic_trace(st, _true_logistic_eta(st, rng), rng, n_steps=400)
+    result = _result(phi, grads)
+    assert result.with_window(0) is result
+    later = result.with_window(100)
+    assert later.burn_in == 100 and later.stats.count == 300
+    expected = TraceStatistics.from_trace(phi, grads, 100)
+    np.testing.assert_allclose(later.stats.sum_gx, expected.sum_gx)
+    np.testing.assert_array_equal(later.trace_phi, result.trace_phi)
+    with pytest.raises(ValueError, match="start must be in"):
+        result.with_window(398)
+    bare = DPVIResult(**{**result.__dict__, "trace_phi": None, "trace_grad": None})
+    with pytest.raises(ValueError, match="recorded trace"):
+        bare.with_window(100)
