@@ -151,7 +151,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
     inference_diagnostics_
         As in :class:`DPBayesianLogisticRegression` (``clip_histogram_noise_`` is
         always None: ``clip_norm="auto"`` is the fixed rule here); ``param_names_`` ends with
-        ``noise_variance``. With ``inference="statistics"`` and an intercept,
+        ``noise_variance``. With ``inference="statistics"``,
+        ``inference_diagnostics_["window_start"]`` is the first step of the window
+        the posterior was fitted on: the burn-in, or a later start where the
+        split-window check rejected the recorded window and accepted (or rejected
+        less) a later part of it; ``dpvi_result_.burn_in`` is that step too, and
+        ``burn_in_`` the run's. With ``inference="statistics"`` and an intercept,
         ``inference_diagnostics_["intercept_inflation"]`` is the factor by which
         the features' means inflate the intercept's variance, as the release
         estimates it (1 for centred features); above 6 the fit warns
