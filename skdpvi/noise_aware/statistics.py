@@ -50,6 +50,7 @@ uncertainty, the model does not describe the trace (clipping, a transient) and a
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..dpvi.mechanism import group_clip_norms
 from ..utils.blas import limit_blas_threads
@@ -112,9 +113,10 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         Where the split-window check fails on the recorded window, refit on its
         later part (from a quarter, then from half of it on; :data:`WINDOW_OFFSETS`)
         and keep the first window the check passes on, else the one it rejects
-        least. Choosing the window from the release is post-processing: no
-        privacy cost. ``diagnostics["window_start"]`` is the step the window used
-        starts at. Needs ``check``.
+        least, and warn (:class:`~sklearn.exceptions.ConvergenceWarning`) naming
+        the window used. Choosing the window from the release is post-processing:
+        no privacy cost. ``diagnostics["window_start"]`` is the step the window
+        used starts at. Needs ``check``.
 
     Returns
     -------
@@ -216,6 +218,20 @@ def _settled_window(base, result):
     return best, (p_recorded if best is not recorded else None)
 
 
+def _warn_moved_window(p_recorded, start, p_value):
+    """Say that the recorded window did not settle and which window the posterior used."""
+    verdict = ("where they agree" if p_value >= SPLIT_TEST_LEVEL
+               else "where they disagree least")
+    warnings.warn(
+        "The released DP-SGD gradients do not follow the model's expected gradient over "
+        f"the recording window (its two halves disagree with p = {p_recorded:.1e}): a "
+        "transient or clipping distorts the trace. The posterior is fitted on the "
+        f"window from step {start} on, {verdict} (p = {p_value:.2g}; "
+        "inference_diagnostics_['window_start']); its credible intervals may still be "
+        "miscalibrated: increase max_iter or burn_in, or raise clip_norm.",
+        ConvergenceWarning, stacklevel=4)  # the caller of statistics_posterior
+
+
 def _statistics_posterior(result, data_statistics, n_components, random_state, n_proposals,
                           check, settle):
     rng = np.random.default_rng(random_state)
@@ -253,7 +269,10 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     if p_recorded is not None:
         diagnostics["recorded_window_p_value"] = p_recorded
     if check:
-        diagnostics.update(_split_check({**window, "regression": regression}, warn=True))
+        diagnostics.update(_split_check({**window, "regression": regression},
+                                        warn=p_recorded is None))
+        if p_recorded is not None:
+            _warn_moved_window(p_recorded, window["start"], diagnostics["split_p_value"])
         diagnostics.update(_identification_check(data_statistics,
                                                  regression["identification_fit"]))
     diagnostics.update(sampling)

@@ -523,12 +523,13 @@ def _shifted_trace(at, seed=5):
 
 def test_settle_fits_the_later_window_where_the_recorded_one_did_not_settle():
     """Statistics that move at step 2,000 of 4,000: the recorded window's halves
-    disagree, the last half agrees with itself; the posterior is fitted there (no
-    warning) and recovers the moved statistics, which the whole window's fit misses."""
+    disagree, the last half agrees with itself; the posterior is fitted there (the
+    warning says so) and recovers the moved statistics, which the whole window's fit
+    misses."""
     st, eta, shift, result = _shifted_trace(2000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)
+    with pytest.warns(ConvergenceWarning, match="from step 2000 on, where they agree") as w:
         _, diag = statistics_posterior(result, st, 200, random_state=0)
+    assert w[0].filename == __file__  # points at the caller
     assert diag["window_start"] == 2000
     assert diag["recorded_window_p_value"] < 1e-3 <= diag["split_p_value"]
     b = slice(st.n_vech, None)
@@ -543,8 +544,9 @@ def test_settle_fits_the_later_window_where_the_recorded_one_did_not_settle():
 def test_settle_still_warns_where_no_later_window_settles():
     """A move in the last eighth of the trace: every window tried straddles it."""
     st, _, _, result = _shifted_trace(3500)
-    with pytest.warns(ConvergenceWarning, match="do not follow"):
+    with pytest.warns(ConvergenceWarning, match="do not follow") as caught:
         _, diag = statistics_posterior(result, st, 200, random_state=0)
+    assert len([w for w in caught if "do not follow" in str(w.message)]) == 1
     assert diag["split_p_value"] < 1e-3
     assert diag["window_start"] in (0, 1000, 2000)
     if diag["window_start"]:  # a later window only where it was rejected less
