@@ -111,7 +111,8 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         describe the trace.
     settle : bool, default=True
         Where the split-window check fails on the recorded window, refit on its
-        later part (from a quarter, then from half of it on; :data:`WINDOW_OFFSETS`)
+        later part (from a quarter, half, then three quarters of it on;
+        :data:`WINDOW_OFFSETS`)
         and keep the first window the check passes on, else the one it rejects
         least, and warn (:class:`~sklearn.exceptions.ConvergenceWarning`) naming
         the window used. Choosing the window from the release is post-processing:
@@ -149,7 +150,7 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
 
 #: Later starts of the recording window that ``settle`` tries, as fractions of the
 #: recorded window, where the split-window check rejects the whole of it.
-WINDOW_OFFSETS = (0.25, 0.5)
+WINDOW_OFFSETS = (0.25, 0.5, 0.75)
 
 
 def _window_fit(base, result, start):

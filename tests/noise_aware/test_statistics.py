@@ -548,7 +548,7 @@ def test_settle_still_warns_where_no_later_window_settles():
         _, diag = statistics_posterior(result, st, 200, random_state=0)
     assert len([w for w in caught if "do not follow" in str(w.message)]) == 1
     assert diag["split_p_value"] < 1e-3
-    assert diag["window_start"] in (0, 1000, 2000)
+    assert diag["window_start"] in (0, 1000, 2000, 3000)
     if diag["window_start"]:  # a later window only where it was rejected less
         assert diag["recorded_window_p_value"] < diag["split_p_value"]
     else:
