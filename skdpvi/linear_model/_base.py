@@ -177,7 +177,8 @@ class _BaseDPBayesianRegression(_SettingsMixin, BaseEstimator):
                 self.posterior_ = NoiseAwarePosterior(phi_star, model, "exact")
                 # the statistics' estimate, for the design checks that say why
                 diagnostics = {**diagnostics, "fallback": "exact",
-                               "eta_mean": getattr(error, "eta_mean", None)}
+                               "eta_mean": getattr(error, "eta_mean", None),
+                               "window_start": result.burn_in}
                 what = "draws of phi* (fallback)"
         else:
             phi_star, diagnostics = sample_phi_star(

@@ -231,6 +231,8 @@ def test_a_fallback_still_names_a_target_off_the_priors_scale():
         est = _estimator().set_params(max_iter=3000).fit(X, y)
     messages = [str(w.message) for w in caught]
     assert est.inference_diagnostics_["fallback"] == "exact"
+    # the window the fallback used is the release's, whichever start was taken
+    assert est.inference_diagnostics_["window_start"] == est.dpvi_result_.burn_in
     assert any(w.category is ConvergenceWarning for w in caught)
     assert sum("far from what the priors assume" in m for m in messages) == 1
     assert not any("far from centred" in m for m in messages)
