@@ -3,7 +3,7 @@
 The mean-field engine (:func:`~skdpvi.dpvi.run_dpvi`) releases the curvature's
 diagonal through the scales' gradients, and its correlations only through the
 wander's covariance, which a window of a few dozen relaxations reads with a
-Marchenko-Pastur spread of 2-5 (results page, "A second set of hold-outs"). Here
+Marchenko-Pastur spread of 2-5 (results pages, "A second set of hold-outs"). Here
 ``q(theta) = N(m, L L^T)`` with
 
     L = diag(softplus(rho)) (I + U),   U strictly lower triangular,
@@ -172,7 +172,7 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
         have not settled, the curvature read off the window keeps the side they came
         from: from 0.01 it reads too stiff along the likelihood's flattest direction
         (too narrow on uncentred 0/1 features), from the prior's scale too soft (far
-        too wide on correlated designs); results page, "Uncentred 0/1 features, where
+        too wide on correlated designs); results pages, "Uncentred 0/1 features, where
         the full-rank scales start, and the error's theta-dependence from a model".
     mean_preconditioning : float >= 1 or None, default=None
         Step the means by ``P g`` instead of ``g``, with P the current ``L L^T`` over
@@ -182,7 +182,7 @@ def run_dpvi_full_rank(X, y, *, prior_scale, noise_multiplier, clip_norm, sampli
         ``learning_rate`` stays the plain step's). Measured,
         not the default: with coefficients from a prior of scale 2 it shortened the
         trace's lag behind the optimum along the coefficients but did not calibrate
-        the posterior (results page, "Wide priors: the trace's lag is the step's, not
+        the posterior (results pages, "Wide priors: the trace's lag is the step's, not
         the run's").
     random_state : int or None
     verbose : int, default=0

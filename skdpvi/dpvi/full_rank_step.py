@@ -30,7 +30,7 @@ of the scale rows are clipped, instead of 0.6-0.8). Capping the scale block's
 preconditioner with N instead (``scale_cap``, the mean-field cap extended to the
 ``n (n + 1) / 2`` coordinates) keeps the clipping near 1-5 % but raises the noise
 where N is small, and on 1,000-2,000 rows the curvature it read was off by factors
-of 10-5,000: measured, not the default (results page, "Clipping the full-rank
+of 10-5,000: measured, not the default (results pages, "Clipping the full-rank
 blocks apart").
 """
 

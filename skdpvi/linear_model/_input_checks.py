@@ -28,7 +28,7 @@ from ..noise_aware.flat_directions import find_onehot_blocks
 
 #: Above this variance inflation factor of a feature (among the features, by their
 #: correlations) a logistic fit warns that the features are nearly collinear.
-#: Measured (results page, "Nearly collinear features"; the logistic default, 4
+#: Measured (results pages, "Nearly collinear features"; the logistic default, 4
 #: features of which two correlated, 5,000 rows, epsilon 1, K = 200 each): the pair's
 #: 90 % intervals covered 0.69 / 0.60 / 0.43 / 0.34 at factors 5.3 / 10 / 25 / 500
 #: (correlations 0.9 / 0.95 / 0.98 / 0.999); designs with factors of 2-3 (10
@@ -138,7 +138,7 @@ def warn_constant_columns(X, fit_intercept):
     its posterior given the data is its prior; DP-SGD's trace random-walks along it,
     restrained by the prior alone, and the noise-aware posterior can sit anywhere in
     the prior and be wider than it (a new user's probe, logistic regression: a column
-    of zeros got 1.45 +- 0.69 under a N(0, 1) prior; results page, "Few rows for the
+    of zeros got 1.45 +- 0.69 under a N(0, 1) prior; results pages, "Few rows for the
     budget, and a noise prior the data contradict"). Columns of ones are left to the
     one-hot check (a block of one); without an intercept a nonzero constant column is
     the intercept. Returns the constant columns warned about.
@@ -258,11 +258,11 @@ def warn_collinear_columns(X, skip=()):
             "moves along them within max_iter, and nothing in the release shows it, so "
             "the credible intervals of these coefficients can be far too narrow and "
             "off-centre (two features with correlation 0.9 in a logistic regression: "
-            "90 % intervals covering 69 %, at 0.98 43 %; results page, 'Nearly "
+            "90 % intervals covering 69 %, at 0.98 43 %; results pages, 'Nearly "
             "collinear features'). Combine or drop such columns, or fit with "
             "decorrelation=0.1, in the eigenbasis of a privately released Gram matrix "
             "(correlation 0.95 / 0.98: the coordinates' coverage 0.88-0.94 instead of "
-            "0.64-0.94 / 0.50-0.94; results page, 'Fitting in the eigenbasis of the "
+            "0.64-0.94 / 0.50-0.94; results pages, 'Fitting in the eigenbasis of the "
             f"design'). {_NOTE}",
             IdentifiabilityWarning, stacklevel=_STACKLEVEL)
     return vif

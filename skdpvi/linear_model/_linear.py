@@ -28,7 +28,7 @@ _STATISTICS_MAX_FEATURES = 60
 #: ``learning_rate_scale="auto"`` with the statistics posterior: the trace learns
 #: X^T X from the wander of the means, and 2.5 times the paper's step widens the
 #: wander enough to bring too-wide intervals of correlated or low-information designs
-#: into spec (results page, "A larger step for the statistics posterior"; K = 200).
+#: into spec (results pages, "A larger step for the statistics posterior"; K = 200).
 _STATISTICS_LEARNING_RATE_SCALE = 2.5
 
 
@@ -64,7 +64,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         ``inference="statistics"`` (the default): the statistics posterior learns
         X^T X from how the released gradients change as the means wander, and a
         wider wander identifies it better, which brings the too-wide intervals of
-        correlated or low-information designs into spec (results page, "A larger
+        correlated or low-information designs into spec (results pages, "A larger
         step for the statistics posterior"); 1 with the paper's gradient model
         (``inference`` "exact", "emcee", "laplace"), whose noise-variance gradient
         the wander would bias (user guide).
@@ -85,12 +85,12 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         tenth of the recording window; the intercept keeps the plain step), so that
         every soft direction relaxes as fast as an uncorrelated coordinate: with strongly correlated features the
         soft directions otherwise barely move, the trace identifies X^T X poorly
-        there and the intervals come out too wide (results page). The same matrix
+        there and the intervals come out too wide (results pages). The same matrix
         caps how fast any direction of the means relaxes (at most the whole
         distance to the optimum per step, :func:`~skdpvi.noise_aware.rate_cap`):
         the rate grows with the rows, the features' scale and their correlation,
         and a feature at sd 10, N = 100,000 rows at epsilon 3 or 50,000 rows at
-        equicorrelation 0.9 made the plain step diverge (results page, "A cap on
+        equicorrelation 0.9 made the plain step diverge (results pages, "A cap on
         the relaxation rate"). A post-processing of the release: the privacy
         guarantee is unchanged. "none": the plain step.
         "auto" is "correlation" with ``inference="statistics"`` (which needs the
@@ -109,7 +109,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         and the intervals are too narrow; the fit warns
         (:class:`~sklearn.exceptions.ConvergenceWarning`) when the recording window
         holds fewer than 25 relaxation times of the coefficients, as the release
-        reads it (``inference_diagnostics_["window_relaxations"]``; results page,
+        reads it (``inference_diagnostics_["window_relaxations"]``; results pages,
         "Small data at small epsilon"). At most 60 features (its cost grows as the
         fourth power of their number or faster: 33 s and 1.9 GB at 60; wider data
         raise before the private run). The others are the paper's gradient model of
@@ -242,7 +242,7 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
             learning_rate=engine["learning_rate"] * beta)
 
     def _default_learning_rate_scale(self, dim):
-        # statistics posterior: 2.5, more wander identifies X^T X better (results page,
+        # statistics posterior: 2.5, more wander identifies X^T X better (results pages,
         # "A larger step for the statistics posterior"); the paper's gradient model: 1,
         # the coefficients' wander inflates the residuals its noise-variance gradient
         # sees (user guide)

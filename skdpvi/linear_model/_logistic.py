@@ -86,7 +86,7 @@ class DPBayesianLogisticRegression(ClassifierMixin, _LogisticPredictions,
         variational posterior (Gauss-Hermite quadrature of each example's Gaussian
         logit), which removes the Monte Carlo noise from the released gradients
         (either ``variational_family``). Sampling, clipping, noise and accounting
-        are the same; measured, neither calibrates better (results page).
+        are the same; measured, neither calibrates better (results pages).
     burn_in : float or int, default=0.2
         Fraction of max_iter (float) or number of steps (int) discarded before the
         post-processing.
@@ -111,10 +111,11 @@ default="auto"
         most 1.5, "dense_shrunk" where it holds that many relaxations but one of the
         other two fails, "dense" where it holds fewer
         (``inference_diagnostics_["auto_error_model"]`` holds the two
-        statistics, or the prior scale when the bound decided; results page, "The logistic default chosen per fit": on centred
-        Gaussian, heavy-tailed and correlated designs TARP 0.036-0.067 against the
-        dense model's 0.10-0.17, equal or better than "dense" on uncentred ones,
-        worse where one-hot columns are not declared in ``onehot_blocks``; "The
+        statistics, or the prior scale when the bound decided; results pages, "The
+        logistic default chosen per fit": on centred Gaussian, heavy-tailed and
+        correlated designs TARP 0.036-0.067 against the dense model's 0.10-0.17,
+        equal or better than "dense" on uncentred ones, worse where one-hot columns
+        are not declared in ``onehot_blocks``; "The
         fallback of the per-fit choice" for "dense_shrunk", jointly less narrow, and
         the prior bound: with ``prior_scale`` 2-3, large coefficients whose trace
         still lags, matching left 90 % intervals covering 65-91 %, the fallback
@@ -136,7 +137,7 @@ default="auto"
         scales, correlated features), the diagonal model's intervals were up to 4
         times too narrow where the posterior is correlated, while the dense model's
         were too wide, by up to 1.8 times, where the trace holds few relaxations
-        (results page, "Choosing the logistic default"). "dense_shrunk": "dense"
+        (results pages, "Choosing the logistic default"). "dense_shrunk": "dense"
         with the window's wander covariance shrunk fully towards the uncorrelated
         covariance the released mean-field scales imply
         (:func:`~skdpvi.noise_aware.shrink_wander_covariance`,
@@ -148,7 +149,7 @@ default="auto"
         there, with equal or better TARP, but where the coefficient vector lags
         inward (15 features at epsilon 0.3) a worse TARP with prior references
         (0.258 against 0.141) and on UCI Adult at epsilon 0.1 a worse predictive
-        calibration (0.047 against 0.028); results page, "The joint check that TARP
+        calibration (0.047 against 0.028); results pages, "The joint check that TARP
         misses". For joint statements about the coefficients. "dense_matched":
         "dense" with the curvature matched to the diagonal the released mean-field
         scales fix (:func:`~skdpvi.noise_aware.matched_curvature`; ``onehot_blocks``'
@@ -161,7 +162,7 @@ default="auto"
         features (20 Gaussian features: TARP 0.034 against 0.169, 90 % intervals
         covering 86-94 % against 94-99 %), worse on uncentred ones (it warns), on
         one-hot data without ``onehot_blocks`` and on Adult's predictions at
-        epsilon 0.1 (results page, "A curvature matched to the mean-field diagonal").
+        epsilon 0.1 (results pages, "A curvature matched to the mean-field diagonal").
     wander_correction : {"auto", "none", "probit"}, default="auto"
         Whether to remove the outward bias that the wander of constant-step DP-SGD
         gives the means: averaged over the trace, each example's expected sigmoid
@@ -174,7 +175,7 @@ default="auto"
         ``Cov(g, x)`` (:func:`~skdpvi.noise_aware.logistic_wander_width`).
         Post-processing only. "auto": "probit" when the error model in use is
         "dense_matched" (chosen or given) and the model has an intercept, "none"
-        otherwise: the measured combination (results page, "The Jensen width ...").
+        otherwise: the measured combination (results pages, "The Jensen width ...").
     onehot_blocks : sequence of sequences of int, default=None
         Columns of each categorical feature one-hot encoded with all its categories
         (public schema): the posterior takes the prior along the directions they
@@ -328,7 +329,7 @@ default="auto"
     @staticmethod
     def _default_learning_rate_scale(dim):
         # not keyed on prior_scale: a larger step helps large coefficients and hurts
-        # where the prior overstates them (results page, "Large coefficients: ...")
+        # where the prior overstates them (results pages, "Large coefficients: ...")
         return math.sqrt(dim / 2)
 
     def _make_model(self, n_features):

@@ -19,7 +19,7 @@ DENSE_MODELS = ("dense", "dense_shrunk", "dense_matched")
 #: ``error_model="auto"`` (with ``inference="exact"``) takes "dense_matched" when the
 #: recording window holds at least this many relaxation times of the median mean
 #: coordinate: the matching reads the wander's covariance as stationary, which a
-#: short window is not. Chosen by ablation (results page, "The logistic default
+#: short window is not. Chosen by ablation (results pages, "The logistic default
 #: chosen per fit"): with 3-5 relaxations (15 features at epsilon 0.3; 10 features,
 #: 2,000 rows at 0.3) "dense_matched" gave 90 % intervals covering 78-87 %; UCI
 #: Adult holds 0.8 / 2.2 / 6.8 at epsilon 0.1 / 0.3 / 1, where "dense" predicted
@@ -33,7 +33,7 @@ AUTO_MATCHED_RELAXATIONS = 5.0
 #: excess ``inflation - 1`` is about ``1.4 (p - 1) / r`` and its 90th percentile
 #: about 2.5 times that, so 2.5 keeps about three quarters of the centred fits (it
 #: keeps more on designs with many relaxations); features on [0, 1] read 5-30.
-#: Chosen by ablation (results page, "The logistic default chosen per fit"): 2.5 and
+#: Chosen by ablation (results pages, "The logistic default chosen per fit"): 2.5 and
 #: 3.5 score alike on centred designs, 2.5 better where one-hot columns are not
 #: declared; the window curvature's own reading of the inflation (the explicit
 #: "dense_matched" warning's) sent 30-80 % of the fits on centred designs to "dense".
@@ -48,7 +48,7 @@ AUTO_MATCHED_INFLATION = 2.5
 #: relaxations "dense" stays (the shrunk curvature was worse there: 15 features at
 #: epsilon 0.3, 10 features with 2,000 rows at 0.3, UCI Adult at epsilon 0.1), and
 #: above it the lag still costs a little (15 features at 0.3: prior-reference TARP
-#: 0.155 against 0.137). Chosen by ablation (results page, "The fallback of the
+#: 0.155 against 0.137). Chosen by ablation (results pages, "The fallback of the
 #: per-fit choice").
 AUTO_FALLBACK_MODEL = "dense_shrunk"
 #: ... and "auto" matches only with a prior scale at most this: the prior is the
@@ -66,7 +66,7 @@ AUTO_MATCHED_MAX_PRIOR_SCALE = 1.5
 #: window holds at least this many relaxation times of the median coordinate and at
 #: most this many means per relaxation
 #: (``linear_response_posterior(shrink_before_matching=...)``). Chosen by ablation
-#: (results page, "Designs not seen before, and where the joint gap sits", K = 200):
+#: (results pages, "Designs not seen before, and where the joint gap sits", K = 200):
 #: ten Gaussian features 0.049 / 0.051 -> 0.020 / 0.030, ten equicorrelated (rho 0.7)
 #: 0.015 / 0.074 -> 0.021 / 0.062, 25 features 0.035 / 0.050 -> 0.031 / 0.035, and on
 #: hold-out designs ten features with prior 0.5 0.053 / 0.075 -> 0.025 / 0.046; with
@@ -94,7 +94,7 @@ def window_relaxations(result, n_params):
     p = int(n_params)
     # read at the window's mean scales: the rule's thresholds were chosen on this
     # reading (undoing the scales' wander here moved fits between the models and
-    # cost small-data cells; results page, "The scales' wander")
+    # cost small-data cells; results pages, "The scales' wander")
     diagonal = mean_field_curvature(result.stats, p, result.sampling_rate, wander=False)
     return result.stats.count * np.asarray(result.learning_rate, float)[:p] * diagonal
 

@@ -14,7 +14,7 @@ simulation study's fits run in lockstep (:meth:`_FullRankMixin._fit_batch`,
 :func:`~skdpvi.dpvi.run_dpvi_full_rank_batched`), each as its own fit would.
 ``variational_family="auto"`` (the default) fits it on small problems, with runs long
 enough for its scales and priors no wider than 1 (:func:`_FullRankMixin._family_for`):
-measured on nine designs (results page,
+measured on nine designs (results pages,
 "Clipping the full-rank blocks apart, and the full rank as the default"), its
 joint ellipsoids cover 0.81-0.94 where the mean-field fit's cover 0.07-0.67, with
 two failures that set the rule's bounds (too wide where most scale rows clip; the
@@ -43,7 +43,7 @@ VARIATIONAL_FAMILIES = ("auto", "mean_field", "full_rank")
 #: "auto" fits the full-rank family up to this many parameters (intercept included):
 #: the largest of the measured designs where it was calibrated (12 features at rho
 #: 0.3 on 3,000 rows; at 21 parameters its centre correction over-corrects, TARP with
-#: prior references 0.208 against the mean-field fit's 0.039: results page).
+#: prior references 0.208 against the mean-field fit's 0.039: results pages).
 AUTO_MAX_PARAMS = 13
 #: ... and up to this many (expected batch rows) x (parameters)^2 per step, the full-rank
 #: step's cost: about the measured designs' range (issue 14's design, 11 parameters on
@@ -54,14 +54,14 @@ AUTO_MAX_STEP_COST = 5.0e5
 #: (4 Gaussian features, 5,000 rows, epsilon 1) the full-rank fit was too narrow,
 #: TARP 0.034 / 0.077 (authors' / prior references, K = 100) at prior scale 1.5 and
 #: 0.107 / 0.168 at 2 (K = 200, coverage 0.73-0.80), where the mean-field fit got
-#: 0.036 / 0.028 and 0.054 / 0.076 (coverage 0.89-0.91; results page, "Short runs
+#: 0.036 / 0.028 and 0.054 / 0.076 (coverage 0.89-0.91; results pages, "Short runs
 #: and the variational scales"). Neither is calibrated at 2.
 AUTO_MAX_PRIOR_SCALE = 1.0
 #: The curvature's off-diagonal noise, measured by the halves of the window, shrunk
 #: towards its diagonal plus its part along the means
 #: (:func:`~skdpvi.noise_aware.full_rank.shrink_to_diagonal`): on six designs (K =
 #: 200-300, the same releases) TARP as good or better on both reference schemes
-#: (results page, "The full-rank default on the public API's hold-outs, and in
+#: (results pages, "The full-rank default on the public API's hold-outs, and in
 #: lockstep"); towards the diagonal alone it lost the curvature along the
 #: coefficients.
 CURVATURE_SHRINKAGE = "radial"

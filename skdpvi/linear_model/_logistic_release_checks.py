@@ -105,7 +105,7 @@ def check_matched_centred(est, result, n_params, flat_directions=None):
     coefficients nearly collinear, the marginal curvature along their contrast is far
     smaller, the window cannot resolve it and the matching pushes the coordinates'
     stiffness into it: intervals far too narrow (features uniform on [0, 1]: 90 %
-    intervals covering 48-73 %; results page, "A curvature matched to the mean-field
+    intervals covering 48-73 %; results pages, "A curvature matched to the mean-field
     diagonal"). :func:`matched_intercept_inflation` flags the design.
     """
     if not est.fit_intercept:
@@ -172,8 +172,8 @@ def check_full_rank_scales(est, curvature, prior_sd):
     (H_00 - prior_sd^-2)`` being the same ``p (1 - p)``-weighted mean square relative
     to the intercept's. The full-rank release keeps no wander of the scales, so no
     allowance is subtracted; its curvature's diagonal reads the data's to 0.6-1.5
-    (results page, "A full-rank variational family"); at the defaults unit-scale
-    features read at most 0.89-1.16 and twice unit scale 1.95-2.05 (results page,
+    (results pages, "A full-rank variational family"); at the defaults unit-scale
+    features read at most 0.89-1.16 and twice unit scale 1.95-2.05 (results pages,
     "Clipping the full-rank blocks apart, and the full rank as the default")."""
     if not est.fit_intercept or est.clip_norm != "auto":
         return
@@ -233,7 +233,7 @@ def check_within_prior(est, draws, prior_sd):
 
 #: Below this expected batch per unit of noise, ``q N / (sigma C)``, the logistic
 #: posterior was measured over-confident (3-10 Gaussian features at unit scale, K =
-#: 60-100 fits per cell, results page, "Small data for the budget: logistic
+#: 60-100 fits per cell, results pages, "Small data for the budget: logistic
 #: regression"): coefficient z-score sds up to 2.4-2.8 at 0.04-0.11 (300-500 rows,
 #: epsilon 0.3), up to 1.2-1.9 at 0.20-0.27, 0.8-1.25 at 0.44 and above. The ratio
 #: depends only on public settings: N, the noise multiplier and the clip norm.
@@ -269,7 +269,7 @@ def check_logistic_batch_noise(est, n_samples, sampling_rate, noise_multiplier, 
 #: about one unit of rho per two relaxation times (the entropy's push is ``kappa``
 #: per step far below it); the full-rank posterior reads its curvature off the
 #: window's averages of the scales, so a climb that reaches into the window makes it
-#: too stiff. Measured (results page, "Short runs and the variational scales";
+#: too stiff. Measured (results pages, "Short runs and the variational scales";
 #: coefficients from the prior, the defaults otherwise): with K = 32-40 fits per
 #: cell, 90 % intervals of the full-rank fit covered 0.66-0.79 at 2-10 relaxations on
 #: five designs (4 features on 1,000-20,000 rows, 6 at correlation 0.7, issue 14's

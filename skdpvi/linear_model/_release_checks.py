@@ -21,12 +21,12 @@ from ..exceptions import IdentifiabilityWarning
 
 #: Above this inflation of the intercept's variance by the features' means (as the
 #: release estimates it; it reads them 10-40 % low) the fit warns that the features
-#: are not centred. Intercept z-scores over a few fits (results page, "Uncentred
+#: are not centred. Intercept z-scores over a few fits (results pages, "Uncentred
 #: features"): rms 0.7-0.8 at a true inflation of 6, 1.4 at 11, 1.9 at 21.
 _CENTRED_INFLATION = 6.0
 #: Above this root mean square of a feature (as the release estimates it) the fit
 #: warns that the features are not on the unit scale the default clip norm and step
-#: assume: their gradients get clipped (results page, "Generalisation probes": one
+#: assume: their gradients get clipped (results pages, "Generalisation probes": one
 #: feature at sd 3 calibrated, one at sd 10 not). Small features are not clipped
 #: (rare one-hot columns are legitimately small), so there is no lower bound.
 _LARGEST_UNIT_SCALE = 4.0
@@ -37,7 +37,7 @@ _LARGEST_UNIT_SCALE = 4.0
 #: alone. Measured (3 features, N = 1,000, default priors): the target x10 or shifted
 #: by 5 gave a coefficient 60 % low or a noise variance 3x high without a word; a
 #: shift of 3 (5 features, 5,000 rows) a noise variance 2.5 sds high, which the
-#: previous bound of 4 flagged in a third of the fits (results page, "Target scale").
+#: previous bound of 4 flagged in a third of the fits (results pages, "Target scale").
 _TARGET_SCALE_RANGE = (0.25, 3.0)
 #: Below this many rows the release's estimate of the target's scale is too noisy for
 #: the bound of 3 (prior-matching data, 5 features, 40 fits per cell: 10 % of the fits
@@ -46,7 +46,7 @@ _TARGET_SCALE_RANGE = (0.25, 3.0)
 _TARGET_SCALE_SMALL_DATA = (500, 4.0)
 #: Below this many relaxation times of the coefficient means in the recording window
 #: (:func:`scale_row_relaxations`) the fit warns that the statistics posterior is
-#: over-confident. Measured (results page, "Small data at small epsilon"; 180 fits on
+#: over-confident. Measured (results pages, "Small data at small epsilon"; 180 fits on
 #: a grid of 5-20 features, 200-2,000 rows, epsilon 0.3 and 1): coefficient z-scores
 #: with a root mean square of 3.1 below a count of 10, 2.4 at 10-20, 1.4 at 20-30,
 #: 1.0 above; at 25 the fits warned were 93 % of those in cells with a z rms above
@@ -60,7 +60,7 @@ _FEWEST_RELAXATIONS = 25.0
 #: coefficients (the intercept included), the linear fit warns that its intervals
 #: are unreliable. It reads public settings only, and with the default clip norm (3
 #: sqrt(p) over the prior's noise sd) it is the per-coordinate ratio of a step's
-#: signal to its noise up to a constant. Measured (results page, "Few rows for the
+#: signal to its noise up to a constant. Measured (results pages, "Few rows for the
 #: budget, and a noise prior the data contradict"; 3 and 8 features, 20-400 rows,
 #: epsilon 0.3-3, 40 fits per cell from the default prior): coefficient z-scores with
 #: a root mean square of 1.37-2.45 at 0.009-0.089, 1.24 at 0.118, 0.95-1.08 at 0.133
@@ -84,7 +84,7 @@ _NOISE_PRIOR_QUANTILES = (0.001, 0.999)
 def check_centred(est, statistics, eta):
     """Warn when the release shows features far from centred: the intercept's
     variance is then a small difference of large statistics that the trace cannot
-    resolve, and its interval can be confidently wrong (results page)."""
+    resolve, and its interval can be confidently wrong (results pages)."""
     if not est.fit_intercept:
         return
     blocks = est._onehot_blocks(est.n_features_in_)
@@ -110,7 +110,7 @@ def check_centred(est, statistics, eta):
 def check_scales(est, statistics, eta):
     """Warn when the release shows features far above unit scale: the default clip
     norm then clips their gradients and the intervals, the noise variance's
-    first, can be far off (results page)."""
+    first, can be far off (results pages)."""
     scales = statistics.feature_scales(eta)
     est.inference_diagnostics_["feature_scales"] = scales
     outside = np.flatnonzero(scales > _LARGEST_UNIT_SCALE)
@@ -262,7 +262,7 @@ def check_relaxations(est, statistics, result):
             "5-20 features at epsilon 0.3-1: coefficient z-scores with a root mean "
             "square of about 1.4 at 20-30 relaxations, 2-3 below 20; not on every "
             "design: with 5 features on 400 rows at epsilon 1 the fits that warned "
-            "were calibrated; results page, 'Small data at small epsilon'). Check "
+            "were calibrated; results pages, 'Small data at small epsilon'). Check "
             "on simulated data like yours (skdpvi.metrics.run_tarp_study); more rows, "
             "a larger epsilon or fewer features help; "
             "inference_diagnostics_['window_relaxations'] holds the estimate.",

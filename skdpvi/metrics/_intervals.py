@@ -115,7 +115,7 @@ def ellipsoid_coverage(samples, theta_true, level=0.9):
     at once: TARP's Euclidean distances and the per-coordinate intervals
     (:func:`interval_coverage`) are dominated by the widest directions of a
     posterior, so a posterior too narrow along a combination of coordinates passes
-    both (the results page, "A private clipping norm": 90 % ellipsoids of the
+    both (the results pages, "A private clipping norm": 90 % ellipsoids of the
     logistic default covering 0-4 % of the truths on 20 Gaussian features while the
     90 % intervals covered 92-97 %).
 

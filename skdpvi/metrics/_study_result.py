@@ -73,7 +73,7 @@ class TarpStudyResult:
 
     def __repr__(self):
         # the per-parameter coverage beside the joint RMSE: TARP can pass a posterior
-        # too narrow in some coordinates (the results page's small-data cell: RMSE
+        # too narrow in some coordinates (the results pages' small-data cell: RMSE
         # 0.05 with 90 % intervals covering well under 0.9 of the truths)
         n_sim, n_draws, n_params = self.samples.shape
         coverage = self.interval_coverage(0.9)

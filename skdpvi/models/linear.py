@@ -161,7 +161,7 @@ class LinearRegressionModel(GLMModel):
         come from Gauss-Hermite quadrature. The engine's Monte Carlo draws estimate
         the same quantities; here they carry no Monte Carlo noise, which on the scale
         gradients is of the order of their signal and makes their clip group clip.
-        Measured, it changes no calibration beyond its error bar (results page,
+        Measured, it changes no calibration beyond its error bar (results pages,
         "Exact expectations instead of Monte Carlo draws").
 
         Parameters

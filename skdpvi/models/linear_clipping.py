@@ -24,7 +24,7 @@ class LinearClipping:
     #: Whether the post-processing corrects the design for the mechanism's clipping:
     #: False (the default), True (every clip group, see ``clipping_quadrature``) or
     #: "noise_variance" (that group only). Off by default, measured at K = 200
-    #: (results page, "The clipping the model did not see"): exact in the residual,
+    #: (results pages, "The clipping the model did not see"): exact in the residual,
     #: the correction leaves the coefficients unbiased and fixes the noise variance
     #: where the coefficients' clipping biases it (3 features, 20,000 rows, epsilon
     #: 1: z mean -0.33 -> -0.07), but it moves the noise variance up by 0.2-0.35 sd

@@ -21,7 +21,7 @@ a flat prior (the design's distribution is not part of the model).
 
 Clipping: what the mechanism's clipping removes, and the design corrected for it,
 live in :mod:`skdpvi.models.linear_clipping` (mixed into the class; off by default,
-``LinearRegressionStatistics.correct_clipping``; measurements on the results page).
+``LinearRegressionStatistics.correct_clipping``; measurements on the results pages).
 """
 
 import numpy as np
@@ -224,7 +224,7 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         covariance: 1 for centred features, the square of the Mahalanobis distance of
         the mean from 0 plus one otherwise (inf where C is not positive definite).
         The intercept's interval rests on the small difference ``N - s^T S^-1 s``,
-        which a trace resolves only where this is small (results page). NaN without
+        which a trace resolves only where this is small (results pages). NaN without
         an intercept. Features in ``exclude`` are left out (one-hot blocks, whose sum
         with the intercept is a direction the posterior takes from the prior). From
         the release's eta, a post-processing.
@@ -254,7 +254,7 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         """The root mean square of every feature, ``sqrt((X^T X)_jj / N)``, from eta.
 
         The default clip norm and learning rate assume features of unit scale; far
-        from it the clipping distorts the release (results page, "Generalisation
+        from it the clipping distorts the release (results pages, "Generalisation
         probes"). From the release's eta, a post-processing.
         """
         XtX = self.unpack(np.atleast_2d(eta))[0][0]
@@ -267,7 +267,7 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         ``r`` known, so each diagonal entry is a regression through a known intercept,
         which the trace's feedback on its own regressors does not bias (the means' rows
         have an unknown one, ``X^T y``, and read a diagonal biased upward where the
-        window holds few relaxations: results page, "Small data at small epsilon").
+        window holds few relaxations: results pages, "Small data at small epsilon").
         Noisier than the full regression, so only used for checks.
 
         Parameters
@@ -310,7 +310,7 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         return float(np.sqrt(max(yty[0], 0.0) / n)), float(np.sqrt(prior)), float(np.sqrt(noise))
 
     def pooled_statistics(self):
-        """The features' diagonal of X^T X (``pool_diagonal``; results page, "Pooling
+        """The features' diagonal of X^T X (``pool_diagonal``; results pages, "Pooling
         the diagonal of X^T X")."""
         return self.scale_statistics() if self.pool_diagonal else np.zeros(0, dtype=int)
 
@@ -321,7 +321,7 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
     def step_curvature(self, eta):
         """The features' block of X^T X: the intercept keeps the plain step (with
         uncentred features, speeding up the direction it shares with them made the
-        intercept's intervals too narrow: results page, "Uncentred features")."""
+        intercept's intervals too narrow: results pages, "Uncentred features")."""
         block = self.features
         return block, self.unpack(np.asarray(eta, float)[None])[0][0][np.ix_(block, block)]
 

@@ -42,7 +42,7 @@ def matched_curvature(covariance, steps, noise_var, diagonal, floor=0.0,
     variance is no reading at all, while the constraint would push the coordinates'
     stiffness into them.
 
-    Measured (``benchmarks/ablation_logistic/curvature_oracles.py``, results page,
+    Measured (``benchmarks/ablation_logistic/curvature_oracles.py``, results pages,
     "A curvature matched to the mean-field diagonal"): on uncorrelated Gaussian
     designs with 10-20 features it brings the coefficients' z-score sds from
     0.51-0.94 to 0.92-1.28, TARP with the authors' references from 0.13-0.17 to

@@ -3,7 +3,7 @@
 :func:`~skdpvi.noise_aware.linear_response_posterior` extrapolates the window's mean
 along its mean gradient with one curvature K read off the wander; this module draws
 the optimum with K uncertain as a window of few relaxation times leaves it (option
-``curvature_uncertainty``). Measured on the results page ("The extrapolation's
+``curvature_uncertainty``). Measured on the results pages ("The extrapolation's
 curvature uncertainty"), not the estimator's default.
 """
 
@@ -28,7 +28,7 @@ def uncertain_extrapolation(curvature, stats, steps, noise_var, c, floor, prior_
     relaxation times) each draw takes the rate ``r_i exp(s_i z - s_i^2 / 2)``, z
     standard normal, ``s_i^2 = c / N_i`` (at most ``max_sd^2``); directions at the
     prior's floor (curvature known) keep the point estimate. Two ways to use the drawn
-    rate, both measured on the results page ("The extrapolation's curvature
+    rate, both measured on the results pages ("The extrapolation's curvature
     uncertainty"; neither is the estimator's default):
 
     - ``"shift"``: the point estimate's draws, each moved by the change of its

@@ -30,23 +30,23 @@ solved curvature's eigenvalues (too wide along some directions, too narrow along
 others). ``shrinkage`` shrinks its off-diagonal part by its noise share, measured by
 the two halves of the window (:func:`shrink_to_diagonal`); the estimator uses the
 "radial" target (the diagonal plus the part along the means), measured as good or
-better on six designs (results page, "The full-rank default on the public API's
+better on six designs (results pages, "The full-rank default on the public API's
 hold-outs, and in lockstep").
 
-**Known limits** (results page, "Clipping the full-rank blocks apart, and the full
+**Known limits** (results pages, "Clipping the full-rank blocks apart, and the full
 rank as the default"): the wander correction through this curvature moves the
 centre past the truth along the coefficient vector (radial z +0.43 -> -0.31 on ten
 Gaussian features), yet it gives the best prior-reference TARP of the corrections
 measured (none: 0.13-0.15; half of it: 0.06-0.09; it: 0.01-0.05); and where the
 engine clips many scale rows (a fifth or more on 1,000-5,000 rows) the curvature
 reads soft and the intervals lean wide (z sds down to 0.82). Against the exact
-variational optimum (results page, "What the full-rank curvature reads wrong") the
+variational optimum (results pages, "What the full-rank curvature reads wrong") the
 window's curvature is too stiff along the coefficients, where the trace has not
 settled within 10,000 steps (``moments="late"`` reads the settled half), and too soft
 across them, from the scale block's clipping; the two partly cancel, and neither
 repair alone measured better.
 
-**The prior and the DP error** (``prior_once``; results page, "Settling the full-rank
+**The prior and the DP error** (``prior_once``; results pages, "Settling the full-rank
 trace, and the prior a noise-aware posterior leaves out"): the mixture adds the DP
 error of the optimum around its estimate, while the prior sits only inside each
 component; where that error dominates, the posterior given the release pulls the

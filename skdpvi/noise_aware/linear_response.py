@@ -278,7 +278,7 @@ def linear_response_posterior(stats, *, n_means, learning_rate, noise_std, sampl
         is shrunk first (:func:`shrink_wander_covariance`, one look per relaxation
         time) and the matching reads the shrunk covariance; None: never. Shrinking
         narrows the posterior: right where the window's reading is too wide, wrong
-        where it holds few relaxations or many means per relaxation (results page,
+        where it holds few relaxations or many means per relaxation (results pages,
         "Designs not seen before, and where the joint gap sits").
     random_state : int, Generator or None
 

@@ -7,7 +7,7 @@ features: eigenvalues 0.1 N against 9 N). DP-SGD with a per-coordinate step rela
 along them tens of times more slowly than along the stiff ones, so they barely wander
 in the recording window and the trace identifies ``X^T X`` poorly exactly where the
 posterior is most sensitive to it: the statistics posterior of such a design was more
-than twice too wide (results page).
+than twice too wide (results pages).
 
 The fix is a post-processing of the release: at burn-in, the released pairs give an
 estimate ``G`` of ``X^T X`` (the statistics regression of
@@ -29,7 +29,7 @@ the noise variance sigma^2 a feature of root mean square s has ``h = N s^2 /
 sigma^2``, and along the common direction of p features at equicorrelation rho
 ``N (1 + (p - 1) rho) / sigma^2``. One feature at sd 10 among unit-scale ones put
 that fraction at 16, N = 100,000 rows of the paper's design at epsilon 3 at 3.6,
-50,000 rows at equicorrelation 0.9 at 4.4 (results page). So the matrix also damps every
+50,000 rows at equicorrelation 0.9 at 4.4 (results pages). So the matrix also damps every
 direction of the rate matrix ``K = M lambda kappa H`` (H the curvature of the negative
 ELBO in all the means, the intercept included, at the trace's latest point and the
 released statistics) by ``f(K) = (I + (K / r)^4)^-1/4``: a direction relaxing at

@@ -405,7 +405,7 @@ def _noise_precision(data_statistics, phi, target, precision, halves):
 def _identification_check(data_statistics, fit):
     """Warn when the trace leaves the posterior's scale statistics to their prior.
 
-    Measured on linear regression (benchmarks, results page): where the median
+    Measured on linear regression (benchmarks, results pages): where the median
     relative sd of the diagonal of X^T X was 0.05-0.34 the intervals were calibrated
     or conservative; at 0.54-0.88 (300 rows, epsilon 0.3) the estimates were off by
     their own size and the intervals 2-3 times too narrow.

@@ -32,7 +32,7 @@ the optimum; the per-coordinate sums ``sum g x`` that every run keeps), and
 1 / tau^2`` at the mean-field optimum). No third derivative is estimated: the probit
 structure ties it to the curvature, which is why this works where regressing the
 released scale gradients on the means (a p x p estimate of the third derivatives
-from DP noise) did not (results page, "Logistic regression beyond Adult").
+from DP noise) did not (results pages, "Logistic regression beyond Adult").
 
 Measured (``benchmarks/ablation_logistic/wander_bias.py`` and ``designs.py``, results
 page, "The wander's bias read off the release"): against the shift computed from the
@@ -56,7 +56,7 @@ dense posterior matched to the diagonal). Given the dense posterior's curvature 
 of the same covariance would, to first order; the extrapolation's own second-order
 error, in the square of the window's lag, is not modelled, and removing it as well
 was no better on these runs). Measured on cached runs of six designs, K = 200
-(results page, "The Jensen width read through the curvature"): with
+(results pages, "The Jensen width read through the curvature"): with
 ``error_model="dense_matched"``, TARP with prior references 0.026-0.134 against
 0.026-0.382 for the stationary formula; it under-corrects instead where a four times
 faster burn-in removed the lag (0.282 against 0.411). Without a curvature (the
