@@ -3,7 +3,7 @@
 Runs ``holdout_public_api.py``'s ``lin_d10_equi03_n5000_e1_vague`` design (default
 linear estimator, ``InvGamma(3, 1)`` noise prior) through
 :func:`skdpvi.metrics.run_tarp_study` with the later window starts that ``settle``
-tries (:data:`skdpvi.noise_aware.statistics.WINDOW_OFFSETS`) replaced: ``()`` is
+tries (:data:`skdpvi.noise_aware.statistics_window.WINDOW_OFFSETS`) replaced: ``()`` is
 the recorded window only (as before the forty-third session). In one process
 (``n_jobs=1``): the replacement is a module attribute, which joblib's worker
 processes would not see.
@@ -23,7 +23,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-import skdpvi.noise_aware.statistics as statistics  # noqa: E402
+import skdpvi.noise_aware.statistics_window as statistics_window  # noqa: E402
 from _common import machine, save  # noqa: E402
 from holdout_public_api import PriorSampler, Simulator, estimator  # noqa: E402
 from skdpvi.metrics import run_tarp_study, tarp_coverage  # noqa: E402
@@ -40,7 +40,7 @@ def main():
     torch.set_num_threads(1)
     rows = {}
     for text in args.offsets:
-        statistics.WINDOW_OFFSETS = tuple(eval(text))
+        statistics_window.WINDOW_OFFSETS = tuple(eval(text))
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -110,18 +110,17 @@ default="auto"
         coordinate, its wander shows the features centred and ``prior_scale`` is at
         most 1.5, "dense_shrunk" where it holds that many relaxations but one of the
         other two fails, "dense" where it holds fewer
-        (``inference_diagnostics_["auto_error_model"]`` holds the two
-        statistics, or the prior scale when the bound decided; results pages, "The
-        logistic default chosen per fit": on centred Gaussian, heavy-tailed and
-        correlated designs TARP 0.036-0.067 against the dense model's 0.10-0.17,
-        equal or better than "dense" on uncentred ones, worse where one-hot columns
-        are not declared in ``onehot_blocks``; "The
-        fallback of the per-fit choice" for "dense_shrunk", jointly less narrow, and
-        the prior bound: with ``prior_scale`` 2-3, large coefficients whose trace
-        still lags, matching left 90 % intervals covering 65-91 %, the fallback
-        78-94 %, neither calibrated under prior references). With "emcee" and
-        "laplace" "auto" is "diagonal" (the paper's model, which they sample or
-        approximate). "diagonal": the paper's
+        (``inference_diagnostics_["auto_error_model"]`` holds the two statistics, or
+        the prior scale when the bound decided; results pages, "The logistic default
+        chosen per fit": on centred Gaussian, heavy-tailed and correlated designs TARP
+        0.036-0.067 against the dense model's 0.10-0.17, equal or better than "dense"
+        on uncentred ones, worse where one-hot columns are not declared in
+        ``onehot_blocks``; "The fallback of the per-fit choice" for "dense_shrunk",
+        jointly less narrow, and the prior bound: with ``prior_scale`` 2-3, large
+        coefficients whose trace still lags, matching left 90 % intervals covering
+        65-91 %, the fallback 78-94 %, neither calibrated under prior references).
+        With "emcee" and "laplace" "auto" is "diagonal" (the paper's model, which
+        they sample or approximate). "diagonal": the paper's
         gradient model, one coordinate at a time, errors independent, mean-field
         components. "coupled": the means' draws come from the dense error model
         that the covariance of the released trace's wander implies

@@ -85,9 +85,9 @@ def split_window_test(stats):
     return float(min(1.0, p_values.min() * len(p_values))), p_values
 
 
-def _statistics_split_check(parts, fit, index, scale, P, h, yy, n_values, warn=True,
-                            stacklevel=4):
-    """The statistics backend's split-window test and residual scatter; warn when it fails.
+def _statistics_split_check(parts, fit, index, scale, P, h, yy, n_values):
+    """The statistics backend's split-window test and residual scatter (the caller
+    warns: :func:`_warn_unsettled`).
 
     With the noise known, ``sum_k h_k^T P_k^-1 h_k - h^T P^-1 h`` is chi-squared with
     as many degrees of freedom as statistics if both halves of the recording window
@@ -109,12 +109,15 @@ def _statistics_split_check(parts, fit, index, scale, P, h, yy, n_values, warn=T
     mean = fit.mean
     residual = yy - 2 * h @ mean + mean @ P @ mean
     ratio = float(residual / max(n_values - len(h), 1))
-    if warn and p_value < SPLIT_TEST_LEVEL:
-        warnings.warn(
-            "The released DP-SGD gradients do not follow the model's expected gradient "
-            f"(the two halves of the recording window disagree with p = {p_value:.1e}). "
-            "Clipping or a transient distorts the trace, so the credible intervals may "
-            "be miscalibrated: increase max_iter or burn_in, or raise clip_norm.",
-            ConvergenceWarning, stacklevel=stacklevel,
-        )
     return {"split_p_value": p_value, "split_dof": dof, "variance_ratio": ratio}
+
+
+def _warn_unsettled(p_value, stacklevel):
+    """The statistics backend's warning that the window's halves disagree."""
+    warnings.warn(
+        "The released DP-SGD gradients do not follow the model's expected gradient "
+        f"(the two halves of the recording window disagree with p = {p_value:.1e}). "
+        "Clipping or a transient distorts the trace, so the credible intervals may "
+        "be miscalibrated: increase max_iter or burn_in, or raise clip_norm.",
+        ConvergenceWarning, stacklevel=stacklevel + 1,
+    )

@@ -50,16 +50,15 @@ uncertainty, the model does not describe the trace (clipping, a transient) and a
 import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from ..dpvi.mechanism import group_clip_norms
 from ..utils.blas import limit_blas_threads
 from ..exceptions import IdentifiabilityWarning
 from ..models.clipping_correction import clipping_correction
-from .convergence import SPLIT_TEST_LEVEL, _statistics_split_check
 from .statistics_clipping import _ClippedStatistics
 from .statistics_fit import StatisticsFit, _shrinkage_fit
 from .statistics_sampling import NoValidDraws, _resample
+from .statistics_window import settled_window, split_check, warn_about_window
 
 __all__ = ["statistics_posterior", "StatisticsFit"]
 
@@ -112,7 +111,7 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
     settle : bool, default=True
         Where the split-window check fails on the recorded window, refit on its
         later part (from a quarter, half, then three quarters of it on;
-        :data:`WINDOW_OFFSETS`)
+        :mod:`~skdpvi.noise_aware.statistics_window`)
         and keep the first window the check passes on, else the one it rejects
         least, and warn (:class:`~sklearn.exceptions.ConvergenceWarning`) naming
         the window used. Choosing the window from the release is post-processing:
@@ -148,11 +147,6 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
                                      n_proposals, check, settle and check)
 
 
-#: Later starts of the recording window that ``settle`` tries, as fractions of the
-#: recorded window, where the split-window check rejects the whole of it.
-WINDOW_OFFSETS = (0.25, 0.5, 0.75)
-
-
 def _window_fit(base, result, start):
     """The regression of eta on the window from step ``start``: a dict with the window's
     (phi, target, precision, halves), the statistics regressed on (clipping
@@ -180,65 +174,13 @@ def _window_fit(base, result, start):
                 regression=_regression(statistics, phi, target, precision, halves))
 
 
-def _split_check(window, warn):
-    """The statistics split-window check of a :func:`_window_fit`."""
-    regression = window["regression"]
-    return _statistics_split_check(
-        regression["parts"], regression["fit"], regression["index"], regression["scale"],
-        regression["P"], regression["h"], regression["yy"],
-        len(window["phi"]) * int(np.count_nonzero(window["precision"])), warn=warn,
-        stacklevel=5)  # the caller of statistics_posterior
-
-
-def _settled_window(base, result):
-    """The recorded window's fit, or, where the split check rejects it, that of the
-    first later start (:data:`WINDOW_OFFSETS`) it accepts, else of the start it
-    rejects least; and the recorded window's p-value when another was taken.
-
-    A transient that outlasts the burn-in (measured: linear regression with a vague
-    noise prior, whose draws with large coefficients were still descending at
-    the burn-in step, intervals of the noise variance 14-32 sds off) shows as halves
-    that disagree; the later part of the window has settled."""
-    recorded = _window_fit(base, result, result.burn_in)
-    p_recorded = _split_check(recorded, warn=False)["split_p_value"]
-    if not p_recorded < SPLIT_TEST_LEVEL:
-        return recorded, None
-    best, best_p = recorded, p_recorded
-    length = result.n_steps - result.burn_in
-    for fraction in WINDOW_OFFSETS:
-        start = result.burn_in + int(fraction * length)
-        try:
-            window = _window_fit(base, result, start)
-        except ValueError:  # too few pairs left
-            break
-        p_value = _split_check(window, warn=False)["split_p_value"]
-        if p_value > best_p:
-            best, best_p = window, p_value
-        if p_value >= SPLIT_TEST_LEVEL:
-            break
-    return best, (p_recorded if best is not recorded else None)
-
-
-def _warn_moved_window(p_recorded, start, p_value):
-    """Say that the recorded window did not settle and which window the posterior used."""
-    verdict = ("where they agree" if p_value >= SPLIT_TEST_LEVEL
-               else "where they disagree least")
-    warnings.warn(
-        "The released DP-SGD gradients do not follow the model's expected gradient over "
-        f"the recording window (its two halves disagree with p = {p_recorded:.1e}): a "
-        "transient or clipping distorts the trace. The posterior is fitted on the "
-        f"window from step {start} on, {verdict} (p = {p_value:.2g}; "
-        "inference_diagnostics_['window_start']); its credible intervals may still be "
-        "miscalibrated: increase max_iter or burn_in, or raise clip_norm.",
-        ConvergenceWarning, stacklevel=4)  # the caller of statistics_posterior
-
-
 def _statistics_posterior(result, data_statistics, n_components, random_state, n_proposals,
                           check, settle):
     rng = np.random.default_rng(random_state)
     base = data_statistics
     if settle:
-        window, p_recorded = _settled_window(base, result)
+        window, p_recorded = settled_window(lambda start: _window_fit(base, result, start),
+                                            result.burn_in, result.n_steps)
     else:
         window, p_recorded = _window_fit(base, result, result.burn_in), None
     phi, target, precision, halves = (window[k] for k in ("phi", "target", "precision",
@@ -270,10 +212,10 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
     if p_recorded is not None:
         diagnostics["recorded_window_p_value"] = p_recorded
     if check:
-        diagnostics.update(_split_check({**window, "regression": regression},
-                                        warn=p_recorded is None))
-        if p_recorded is not None:
-            _warn_moved_window(p_recorded, window["start"], diagnostics["split_p_value"])
+        if regression is not window["regression"]:  # refitted without the correction
+            window = {**window, "regression": regression, "check": None}
+        diagnostics.update(split_check(window))
+        warn_about_window(diagnostics["split_p_value"], window["start"], p_recorded)
         diagnostics.update(_identification_check(data_statistics,
                                                  regression["identification_fit"]))
     diagnostics.update(sampling)

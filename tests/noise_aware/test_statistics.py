@@ -84,8 +84,9 @@ def test_split_window_check_warns_when_the_halves_disagree_and_not_otherwise():
     shift = np.zeros_like(eta)
     shift[st.n_vech:] = 40.0  # b moves between the halves of the window
     phi, grads = _synthetic_trace(st, eta, rng, shift=shift)
-    with pytest.warns(ConvergenceWarning, match="do not follow"):
+    with pytest.warns(ConvergenceWarning, match="do not follow") as caught:
         statistics_posterior(_result(phi, grads), st, 200, random_state=0, settle=False)
+    assert caught[0].filename == __file__  # points at the caller
     p_values = []
     for seed in range(8):
         rng = np.random.default_rng(100 + seed)
@@ -546,7 +547,8 @@ def test_settle_still_warns_where_no_later_window_settles():
     st, _, _, result = _shifted_trace(3500)
     with pytest.warns(ConvergenceWarning, match="do not follow") as caught:
         _, diag = statistics_posterior(result, st, 200, random_state=0)
-    assert len([w for w in caught if "do not follow" in str(w.message)]) == 1
+    unsettled = [w for w in caught if "do not follow" in str(w.message)]
+    assert len(unsettled) == 1 and unsettled[0].filename == __file__  # at the caller
     assert diag["split_p_value"] < 1e-3
     assert diag["window_start"] in (0, 1000, 2000, 3000)
     if diag["window_start"]:  # a later window only where it was rejected less
@@ -581,3 +583,16 @@ def test_with_window_recomputes_the_window_statistics_from_the_trace():
     bare = DPVIResult(**{**result.__dict__, "trace_phi": None, "trace_grad": None})
     with pytest.raises(ValueError, match="recorded trace"):
         bare.with_window(100)
+
+
+def test_the_split_check_of_a_window_is_computed_once():
+    """settled_window and the posterior's diagnostics share one check per window (its
+    three inversions cost seconds at 60 features)."""
+    from skdpvi.noise_aware.statistics import _window_fit
+    from skdpvi.noise_aware.statistics_window import split_check
+
+    st, _, _, result = _shifted_trace(2000)
+    window = _window_fit(st, result, 0)
+    first = split_check(window)
+    assert split_check(window) is first and window["check"] is first
+    assert first["split_p_value"] < 1e-3
