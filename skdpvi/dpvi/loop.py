@@ -26,6 +26,7 @@ from .mechanism import _clip_and_sum, _GLMClip, group_clip_norms
 from .result import _result
 from .sampling import _Block, _block_steps, _draw_block, _generator
 from .schedule import _schedule
+from .sparse_kernel import descend_sparse, uses_sparse_kernel
 from .statistics import _TraceRecorder
 from .step_matrix import _StepMatrix
 from .threads import _limit_threads, _resolve_threads
@@ -352,9 +353,15 @@ def run_dpvi(
 def _run(model, data, device, random_state, verbose, **settings):
     """The body of :func:`run_dpvi` on a :class:`_Data`."""
     engine = _Engine(model, data.n_examples, device, **settings)
-    sq_norms = engine.row_sq_norms(data) if engine.glm else None
     generator = _generator(random_state, device)
     blocks = engine.prefetched(lambda n_block: engine.draw(generator, n_block))
+    progress = _progress_bar(verbose, settings["n_steps"])
+    layout = uses_sparse_kernel(model, engine, data)
+    if layout is not None:  # the same steps, each block compiled
+        phi, recorder, counts = descend_sparse(engine, layout, data.columns[1].numpy(),
+                                               blocks, progress)
+        return engine.results(phi, recorder, counts, runs=[()])[0]
+    sq_norms = engine.row_sq_norms(data) if engine.glm else None
 
     # data prepared up front: every step gathers its rows into the same buffers
     columns = None if data.columns is None else (
@@ -395,6 +402,5 @@ def _run(model, data, device, random_state, verbose, **settings):
 
         return block.noise, step
 
-    phi, recorder, counts = engine.descend(engine.phi0, draw_block,
-                                           _progress_bar(verbose, settings["n_steps"]))
+    phi, recorder, counts = engine.descend(engine.phi0, draw_block, progress)
     return engine.results(phi, recorder, counts, runs=[()])[0]
