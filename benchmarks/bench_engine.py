@@ -6,7 +6,11 @@ epsilon 1, kappa = 0.1, C = sqrt(57), the heuristic learning rate and the defaul
 preconditioner): Poisson subsamples, per-example gradients of the negative ELBO with
 10 shared Monte Carlo draws, clipping, Gaussian noise, the step.
 
-- skdpvi: ``skdpvi.dpvi.run_dpvi`` with the estimator's engine settings;
+- skdpvi: ``skdpvi.dpvi.run_dpvi`` with the estimator's engine settings (since the
+  forty-fourth session its steps run in the compiled kernel,
+  :mod:`skdpvi.dpvi.logistic_kernel`);
+- skdpvi, torch step: the same run with the kernel switched off (the engine's torch
+  step, the path of every earlier session's figure);
 - naive: the straightforward torch loop of the same arithmetic (a Bernoulli mask over
   all N rows per step, the closed-form per-example gradients of the logistic ELBO
   as a (B, 114) block, clip, noise, step);
@@ -19,15 +23,22 @@ Opacus is timed on ``--opacus-steps`` and scaled. Then the default fit,
 ``DPBayesianLogisticRegression(random_state=0).fit(X, y)`` with T = 10,000 and its
 emcee post-processing, split into the accountant, DP-SGD and post-processing: the
 first fit in a process (the accountant's first search included) and a second one
-(the accountant's cache hit). Finally the engine on 1 and 2 torch threads.
+(the accountant's cache hit). Then the engine on 1 and 2 torch threads (the torch
+step: the kernel uses one thread whatever torch's setting), and the kernel's
+compilation: a short run in a fresh process with an empty numba cache, then with the
+cache it wrote.
 Everything runs on one torch thread unless said otherwise.
 
 Run: python benchmarks/bench_engine.py [--steps 10000] [--reps 3] [--opacus-steps 500]
 """
 
 import argparse
+import contextlib
 import math
 import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -37,6 +48,7 @@ import torch.nn.functional as F
 from _common import machine, save
 from skdpvi import DPBayesianLogisticRegression
 from skdpvi.datasets import load_adult
+import skdpvi.dpvi.loop as loop
 from skdpvi.dpvi import run_dpvi
 
 
@@ -122,6 +134,41 @@ def run_opacus(X, y, settings, steps, seed=0):
             module._module.rho -= lam * noisy[p:]
 
 
+@contextlib.contextmanager
+def torch_step_only():
+    """Runs inside use the engine's torch step, not the compiled kernel."""
+    original = loop.kernel_layout
+    loop.kernel_layout = lambda *args: None
+    try:
+        yield
+    finally:
+        loop.kernel_layout = original
+
+
+_COMPILE_PROBE = """
+import time
+start = time.perf_counter()
+from skdpvi.datasets import load_adult
+import skdpvi.dpvi.loop as loop
+from skdpvi.dpvi import run_dpvi
+from skdpvi.models import LogisticRegressionModel
+X, y = load_adult(return_X_y=True)
+run_dpvi(LogisticRegressionModel(X.shape[1]), (X, y), noise_multiplier=10.0, clip_norm=5.0,
+         sampling_rate=0.1, n_steps=100, burn_in=20)
+print(time.perf_counter() - start)
+"""
+
+
+def kernel_compile_seconds():
+    """Seconds of a 100-step run in a fresh process: numba's cache empty, then filled."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        runs = [float(subprocess.run([sys.executable, "-c", _COMPILE_PROBE], env=env,
+                                     check=True, capture_output=True, text=True).stdout)
+                for _ in range(2)]
+    return {"cold": runs[0], "warm": runs[1]}
+
+
 def timed(f):
     start = time.perf_counter()
     f()
@@ -174,21 +221,27 @@ def main():
     settings = DPBayesianLogisticRegression()._engine_settings(*X.shape, X=X, seed=0).engine
     settings = {**settings, "n_steps": args.steps, "burn_in": args.steps // 5}
 
-    ours, naive = [], []
+    ours, torch_step, naive = [], [], []
     for _ in range(args.reps):
         ours.append(timed(lambda: run_dpvi(data=(X, y), random_state=0, **settings)))
+        with torch_step_only():
+            torch_step.append(timed(lambda: run_dpvi(data=(X, y), random_state=0,
+                                                     **settings)))
         naive.append(timed(lambda: naive_loop(X, y, settings, args.steps)))
-    per = {k: 1e3 * np.array(v) / args.steps for k, v in (("skdpvi", ours), ("naive", naive))}
+    per = {k: 1e3 * np.array(v) / args.steps
+           for k, v in (("skdpvi", ours), ("torch_step", torch_step), ("naive", naive))}
     opacus = timed(lambda: run_opacus(torch.tensor(np.column_stack([X, np.ones(len(X))]),
                                                    dtype=torch.float32),
                                       torch.tensor(y, dtype=torch.float32), settings,
                                       args.opacus_steps)) * 1e3 / args.opacus_steps
     fit_second = default_fit_phases(X, y)
     threads = {}
-    for n_threads in (1, 2, 1, 2):
-        threads.setdefault(n_threads, []).append(1e3 * timed(lambda: run_dpvi(
-            data=(X, y), random_state=0, n_threads=n_threads,
-            **{**settings, "n_steps": 2000, "burn_in": 400})) / 2000)
+    with torch_step_only():
+        for n_threads in (1, 2, 1, 2):
+            threads.setdefault(n_threads, []).append(1e3 * timed(lambda: run_dpvi(
+                data=(X, y), random_state=0, n_threads=n_threads,
+                **{**settings, "n_steps": 2000, "burn_in": 400})) / 2000)
+    compile_s = kernel_compile_seconds()
     payload["load_after"] = os.getloadavg()
 
     print(f"\nDP-SGD on Adult, ms per step (min / median of {args.reps}):")
@@ -200,15 +253,21 @@ def main():
     ratio_opacus = opacus / per["skdpvi"].min()
     print(f"  skdpvi takes {1 / ratio_naive:.2f} of the naive loop's time; "
           f"{ratio_opacus:.1f}x faster than Opacus")
+    print(f"  the torch step takes {per['torch_step'].min() / per['naive'].min():.2f} of the "
+          f"naive loop's time; the kernel {per['skdpvi'].min() / per['torch_step'].min():.2f} "
+          "of the torch step's")
+    print(f"kernel compilation: {compile_s['cold']:.2f} s for a 100-step run in a fresh "
+          f"process with an empty numba cache, {compile_s['warm']:.2f} s with its cache")
     for label, fit in (("first fit of the process", fit_first), ("second fit", fit_second)):
         print(f"default fit ({label}): {fit['total']:.2f} s = accountant "
               f"{fit['accountant']:.2f} + DP-SGD {fit['dp_sgd']:.2f} + post-processing "
               f"{fit['post']:.2f}")
-    print("engine threads, ms per step: " + ", ".join(
+    print("torch step's threads, ms per step: " + ", ".join(
         f"{k} thread(s) {min(v):.3f}" for k, v in threads.items()))
     print(f"load average after: {payload['load_after']}")
     payload.update(ms_per_step={k: v.tolist() for k, v in per.items()}, opacus_ms=opacus,
-                   fit_first=fit_first, fit_second=fit_second, threads_ms=threads)
+                   fit_first=fit_first, fit_second=fit_second, threads_ms=threads,
+                   kernel_compile_s=compile_s)
     save("bench_engine", payload)
 
 

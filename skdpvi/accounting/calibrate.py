@@ -108,7 +108,9 @@ def calibrate(certified, epsilon, sampling_rate, steps, estimate=None, offset=0.
         How far the certified bound typically lies above the estimate: the estimate
         is aimed that much below the centre of the window.
     guess : float, optional
-        Where to start the search (default: a central-limit guess from q, T, epsilon).
+        Where to start the search (default: ``q sqrt(T) / epsilon``, a rough scale).
+        A given guess is trusted to be close: the estimate's first bracket is 10 %
+        wide in sigma instead of a factor of 2.
 
     Returns
     -------
@@ -120,6 +122,7 @@ def calibrate(certified, epsilon, sampling_rate, steps, estimate=None, offset=0.
     """
     low_ok = (1 - TIGHTNESS) * epsilon
     aim = epsilon * (1 - TIGHTNESS / 2)
+    close = guess is not None
     if guess is None:
         guess = min(max(sampling_rate * math.sqrt(steps) / epsilon, 0.5), 1e4)
     guess = math.log(min(max(guess, MIN_SIGMA), MAX_SIGMA))
@@ -128,7 +131,7 @@ def calibrate(certified, epsilon, sampling_rate, steps, estimate=None, offset=0.
         def f_est(x):
             return estimate(math.exp(x)) - (aim - offset)
 
-        lo, hi, f_lo, f_hi = _bracket(f_est, guess)
+        lo, hi, f_lo, f_hi = _bracket(f_est, guess, step=0.1 if close else math.log(2.0))
         found = _root(f_est, lo, hi, f_lo, f_hi,
                       lambda x, fx: abs(fx) <= 0.001 * epsilon, 60)
         x = found[0] if found else 0.5 * (lo + hi)

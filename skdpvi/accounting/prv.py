@@ -29,7 +29,8 @@ from scipy.fft import next_fast_len
 from ..utils.blas import limit_blas_threads
 from .base import Accountant
 from .calibrate import calibrate
-from .mechanism import merge_repeats
+from .gaussian import clt_noise_multiplier
+from .mechanism import DPSGDMechanism, merge_repeats
 
 __all__ = ["PRVAccountant", "PRVFailed"]
 
@@ -130,8 +131,10 @@ def _noise_multiplier_cached(epsilon, delta, sampling_rate, steps, fixed=()):
             exc.sigma_hint = sigma  # where the estimate put the root: a head start
             raise
 
+    guess = clt_noise_multiplier(epsilon, delta, sampling_rate, steps,
+                                 [DPSGDMechanism(*triple) for triple in fixed])
     return calibrate(certified, epsilon, sampling_rate, steps, estimate=estimate,
-                     offset=_FINE_ERROR * epsilon)
+                     offset=_FINE_ERROR * epsilon, guess=guess)
 
 
 @functools.lru_cache(maxsize=256)

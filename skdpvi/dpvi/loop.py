@@ -26,7 +26,7 @@ from .mechanism import _clip_and_sum, _GLMClip, group_clip_norms
 from .result import _result
 from .sampling import _Block, _block_steps, _draw_block, _generator
 from .schedule import _schedule
-from .sparse_kernel import descend_sparse, uses_sparse_kernel
+from .logistic_kernel import descend_compiled, kernel_layout
 from .statistics import _TraceRecorder
 from .step_matrix import _StepMatrix
 from .threads import _limit_threads, _resolve_threads
@@ -356,10 +356,9 @@ def _run(model, data, device, random_state, verbose, **settings):
     generator = _generator(random_state, device)
     blocks = engine.prefetched(lambda n_block: engine.draw(generator, n_block))
     progress = _progress_bar(verbose, settings["n_steps"])
-    layout = uses_sparse_kernel(model, engine, data)
-    if layout is not None:  # the same steps, each block compiled
-        phi, recorder, counts = descend_sparse(engine, layout, data.columns[1].numpy(),
-                                               blocks, progress)
+    layout = kernel_layout(model, engine, data)
+    if layout is not None:  # the same steps, a block at a time in compiled code
+        phi, recorder, counts = descend_compiled(engine, layout, blocks, progress)
         return engine.results(phi, recorder, counts, runs=[()])[0]
     sq_norms = engine.row_sq_norms(data) if engine.glm else None
 

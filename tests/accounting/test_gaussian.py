@@ -48,3 +48,14 @@ def test_full_batch_calibration_is_exact_where_prv_returned_complex_numbers(epsi
 def test_only_full_batch():
     with pytest.raises(ValueError, match="sampling_rate == 1"):
         GaussianAccountant().epsilon([DPSGDMechanism(1.0, 0.5, 1)], 1e-5)
+
+
+def test_the_central_limit_guess_lands_near_the_certified_noise_multiplier():
+    from skdpvi.accounting.gaussian import clt_noise_multiplier
+
+    for epsilon, rate, steps in ((1.0, 0.1, 10_000), (0.3, 0.05, 2_000)):
+        certified, _ = noise_multiplier(epsilon, 1e-5, rate, steps)
+        guess = clt_noise_multiplier(epsilon, 1e-5, rate, steps)
+        assert abs(guess / certified - 1) < 0.1
+    # a fixed mechanism that spends the budget alone leaves nothing to calibrate
+    assert clt_noise_multiplier(1.0, 1e-5, 0.1, 100, [DPSGDMechanism(0.2, 1.0, 1)]) is None

@@ -70,6 +70,11 @@ def test_csr_rows_with_duplicates_and_empty_rows_densify_like_scipy():
 
 
 def test_a_run_is_the_same_whether_the_data_are_prepared_once_or_per_batch(monkeypatch):
+    # the torch step's two ways of reading the rows (the compiled kernel, which
+    # reads only prepared data, is compared with the torch step in test_logistic_kernel)
+    import skdpvi.dpvi.loop as loop
+
+    monkeypatch.setattr(loop, "kernel_layout", lambda *args: None)
     X, y = _xy(n=800, dtype=np.float32)
     kwargs = dict(noise_multiplier=1.0, clip_norm=2.0, sampling_rate=0.2, n_steps=80,
                   burn_in=10, random_state=0)

@@ -1,0 +1,291 @@
+"""The DP-SGD steps of a logistic regression, a block at a time in compiled code.
+
+At the sizes this package is used at, the torch step
+(:class:`~skdpvi.dpvi.mechanism._GLMClip`) is bound by the fixed cost of some sixty
+small tensor operations a step, not by arithmetic, and it multiplies every batch row
+in full, zeros included, where census and health-record designs are mostly one-hot
+(Adult's prepared rows hold 9-11 non-zeros of 57). This module runs a whole block of
+steps in one call compiled by numba: for each step the Monte Carlo draws of theta,
+then per row of the Poisson subsample the logits (over the row's non-zeros only),
+the residuals, the row's norm, its clip factor and its share of the two clipped
+sums, then the noise, the release ``g_tilde`` and the step. It is the same
+arithmetic as the torch path, on the same random numbers (drawn by
+:mod:`~skdpvi.dpvi.sampling`, in the same order), in float32 per row and float64 per
+step like the torch path, so the two agree to rounding (tested), and the mechanism
+(per-row clipping to C, noise sigma C, the Poisson subsample) is unchanged.
+
+:func:`kernel_layout` decides per run: the kernel serves skdpvi's
+:class:`~skdpvi.models.LogisticRegressionModel` with Monte Carlo draws, one run on the
+CPU, no clip groups and no ``step_matrix``, data small enough to be prepared up front
+(dense or sparse input alike), and only where its measured cost model (:data:`KERNEL_NS`, :data:`TORCH_NS`) says it is faster than
+the torch step. numba is imported, and the kernel compiled (or loaded from numba's
+on-disk cache), on the first run that uses it.
+"""
+
+import importlib.util
+import math
+
+import numpy as np
+
+__all__ = []
+
+#: Cost model of one step, in nanoseconds (``benchmarks/bench_logistic_kernel.py``,
+#: one thread): the kernel ``KERNEL_NS * B S w`` for B rows, S draws and rows of w
+#: stored entries; the torch step ``TORCH_NS[0] + TORCH_NS[1] * B S n``.
+KERNEL_NS = 1.3
+TORCH_NS = (330_000.0, 0.5)
+#: A row-sparse copy (column and value of each non-zero) is made when the widest
+#: row has at most this share of the columns; otherwise the kernel reads the rows.
+SPARSE_SHARE = 0.5
+
+_COMPILED = {}
+
+
+def available():
+    """Whether numba can be imported (the kernel's only requirement)."""
+    try:
+        return importlib.util.find_spec("numba") is not None
+    except (ImportError, ValueError):  # pragma: no cover
+        return False
+
+
+def _kernel(cols, col_stride, vals, y, index, sizes, eps, noise, phi, beta, lr_before,
+            lr_after, switch, n_examples, prior_var, clip_norm, phis, grads, counts):
+    """Run the steps of one block; write phi_t and g_tilde_{t+1} of each; return phi_T.
+
+    Row i's stored entries are ``vals[i, m]`` in columns ``cols[col_stride * i, m]``
+    (``col_stride`` 0 for dense rows: one row of column numbers serves all);
+    ``eps`` (steps, S, n) and ``noise`` (steps, 2n, already times sigma C) are the
+    block's draws, ``index`` (steps, width) and ``sizes`` (steps,) its padded Poisson
+    subsamples. The step is ``lr_before`` before block step ``switch`` and
+    ``lr_after`` from it on (``switch < 0``: ``lr_before`` throughout). ``counts``
+    accumulates the rows clipped and seen (private: diagnostics only).
+    """
+    n_block, n_draws, n = eps.shape
+    width = vals.shape[1]
+    one = np.float32(1.0)
+    theta_t = np.empty((n, n_draws), np.float32)  # the draws, by coordinate
+    weighted_t = np.empty((n, n_draws), np.float32)  # eps * beta_rho dscale / S
+    a = np.empty(n)
+    c = np.empty(n)
+    beta_a = np.empty(n)
+    sum_w = np.empty(n)
+    sum_s = np.empty(n)
+    r = np.empty(n_draws, np.float32)
+    row_scale = np.empty(width)
+    lr = lr_before
+    for j in range(n_block):
+        if j == switch:
+            lr = lr_after
+        phis[j, :] = phi
+        # the part of every row that does not depend on the example: the regulariser
+        # (1/N) mean_s [log q - log prior] of gradients.py, preconditioned
+        aa = 0.0
+        cc = 0.0
+        for k in range(n):
+            rho = phi[n + k]
+            scale = math.log1p(math.exp(-abs(rho))) + max(rho, 0.0)  # softplus
+            dscale = 1.0 / (1.0 + math.exp(-rho))
+            weight = beta[n + k] * dscale / n_draws
+            mean_theta = 0.0
+            mean_theta_eps = 0.0
+            for s in range(n_draws):
+                e = eps[j, s, k]
+                t = phi[k] + scale * e
+                theta_t[k, s] = t
+                weighted_t[k, s] = e * weight
+                mean_theta += t
+                mean_theta_eps += t * e
+            # the prior's gradient is -theta / prior_var
+            a[k] = beta[k] * mean_theta / n_draws / prior_var / n_examples
+            c[k] = beta[n + k] * (mean_theta_eps / n_draws / prior_var - 1.0 / scale) \
+                * dscale / n_examples
+            beta_a[k] = beta[k] * a[k]
+            aa += a[k] * a[k]
+            cc += c[k] * c[k]
+            sum_w[k] = 0.0
+            sum_s[k] = 0.0
+        total = 0.0
+        for b in range(sizes[j]):
+            i = index[j, b]
+            row = col_stride * i
+            for s in range(n_draws):
+                r[s] = np.float32(0.0)
+            x_beta_a = 0.0
+            x_sq = 0.0
+            for m in range(width):
+                v = vals[i, m]
+                col = cols[row, m]
+                x_beta_a += v * beta_a[col]
+                x_sq += (beta[col] * v) ** 2
+                for s in range(n_draws):
+                    r[s] += v * theta_t[col, s]
+            r_mean = 0.0
+            for s in range(n_draws):
+                r[s] = y[i] - one / (one + np.exp(-r[s]))  # y - sigmoid(logit)
+                r_mean += r[s]
+            r_mean /= n_draws
+            # squared norm of the row: the means' part |a - r_mean beta x|^2, then
+            # the scales' part |c - (r . weighted) x|^2, the latter over the
+            # stored entries only (c alone elsewhere, whose square cc holds)
+            sq_w = aa - 2.0 * r_mean * x_beta_a + r_mean * r_mean * x_sq
+            sq_s = cc
+            for m in range(width):
+                col = cols[row, m]
+                acc = np.float32(0.0)
+                for s in range(n_draws):
+                    acc += r[s] * weighted_t[col, s]
+                rv = acc * vals[i, m]
+                row_scale[m] = rv
+                sq_s += rv * (rv - 2.0 * c[col])
+            norm = math.sqrt(max(sq_w + sq_s, 0.0))
+            factor = min(1.0, clip_norm / (norm + 1e-12))
+            if norm > clip_norm:
+                counts[0] += 1.0
+            total += factor
+            for m in range(width):
+                col = cols[row, m]
+                sum_w[col] -= beta[col] * factor * r_mean * vals[i, m]
+                sum_s[col] -= factor * row_scale[m]
+        counts[1] += sizes[j]
+        for k in range(n):  # the release (paper A59), then the step
+            grads[j, k] = (total * a[k] + sum_w[k] + noise[j, k]) / beta[k]
+            grads[j, n + k] = (total * c[k] + sum_s[k] + noise[j, n + k]) / beta[n + k]
+        for k in range(2 * n):
+            phi[k] -= lr[k] * grads[j, k]
+    return phi
+
+
+def compiled_block():
+    """``_kernel`` compiled by numba (once per process; numba caches it on disk)."""
+    if "block" not in _COMPILED:
+        from numba import njit
+
+        # reassociation lets the short loops over the draws vectorise; no
+        # assumption about NaN or infinity is made (a diverging run must show)
+        _COMPILED["block"] = njit(cache=True, nogil=True,
+                                  fastmath={"reassoc", "contract", "arcp"})(_kernel)
+    return _COMPILED["block"]
+
+
+def padded_rows(X):
+    """The row-sparse copy of a dense (N, p) array: (columns int32, values float32), both (N, m).
+
+    m is the largest number of non-zeros of a row; shorter rows are padded with
+    column 0 and value 0, which adds nothing to any sum.
+    """
+    X = np.asarray(X)
+    nonzero = X != 0
+    counts = nonzero.sum(1)
+    width = max(int(counts.max()) if len(counts) else 0, 1)
+    cols = np.zeros((X.shape[0], width), dtype=np.int32)
+    vals = np.zeros((X.shape[0], width), dtype=np.float32)
+    rows, columns = np.nonzero(nonzero)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slots = np.arange(len(rows)) - starts[rows]
+    cols[rows, slots] = columns
+    vals[rows, slots] = X[rows, columns]
+    return cols, vals
+
+
+def _prepared_rows(data):
+    """The prepared (X, y) of a :class:`~skdpvi.dpvi.data._Data` as float32 arrays, or None.
+
+    Data prepared up front as they are; sparse input small enough to have been
+    prepared up front were it dense (the same bound), prepared here, so that a
+    sparse fit reads the same rows as the dense fit of the same matrix.
+    """
+    from .data import _PREPARE_ONCE_BYTES
+
+    if data.columns is None:
+        n_columns = sum(int(np.prod(s.shape[1:])) + 1 for s in data.sources)
+        if 4 * data.n_examples * n_columns > _PREPARE_ONCE_BYTES:
+            return None
+        columns = data.prepared(0, data.n_examples)
+    else:
+        columns = data.columns
+    if len(columns) != 2:
+        return None
+    return tuple(np.ascontiguousarray(c.numpy(), dtype=np.float32) for c in columns)
+
+
+def kernel_layout(model, engine, data):
+    """How the kernel reads the rows of this run: ``(cols, col_stride, vals, y)``, or None.
+
+    None where the kernel does not serve the run (see the module docstring) or its
+    cost model says the torch step is faster. ``vals`` is the prepared float32 data
+    itself for dense rows (``col_stride`` 0) and a row-sparse copy
+    (:func:`padded_rows`) where the widest row has at most ``SPARSE_SHARE`` of the
+    columns; ``y`` the targets as float32.
+    """
+    from ..models import LogisticRegressionModel
+
+    cls = type(model)
+    if (not isinstance(model, LogisticRegressionModel)
+            or cls.glm_gradients is not LogisticRegressionModel.glm_gradients
+            or cls.grad_log_prior_unconstrained
+            is not LogisticRegressionModel.grad_log_prior_unconstrained
+            or getattr(model, "exact_expectations", False)
+            or engine.device.type != "cpu" or engine.step_matrix is not None
+            or engine.group_norms is not None or data.n_examples == 0 or not available()):
+        return None
+    prepared = _prepared_rows(data)
+    if prepared is None:
+        return None
+    X, y = prepared
+    n = X.shape[1]
+    widest = int((X != 0).sum(1).max())
+    width = widest if widest <= SPARSE_SHARE * n else n
+    draws = engine.n_mc_samples * engine.n_examples * engine.settings["sampling_rate"]
+    if KERNEL_NS * draws * width >= TORCH_NS[0] + TORCH_NS[1] * draws * n:
+        return None
+    if width < n:
+        cols, vals = padded_rows(X)
+        return cols, 1, vals, y
+    return np.arange(n, dtype=np.int32)[None, :], 0, X, y
+
+
+def descend_compiled(engine, layout, blocks, progress=None):
+    """:meth:`~skdpvi.dpvi.loop._Engine.descend` of one run, a block of steps per call.
+
+    ``layout`` is what :func:`kernel_layout` returned, ``blocks`` the run's
+    :class:`~skdpvi.dpvi.sampling._Block` s in order.
+    Returns what ``descend`` returns.
+    """
+    import torch
+
+    from .statistics import _TraceRecorder
+
+    kernel = compiled_block()
+    cols, col_stride, vals, y = layout
+    settings = engine.settings
+    n_steps, burn_in = settings["n_steps"], settings["burn_in"]
+    sizes = engine.block_sizes()
+    recorder = _TraceRecorder(n_steps, burn_in, (), engine.phi0.shape[-1], sizes[0],
+                              engine.record_trace, engine.device)
+    phis, grads = recorder.phi.numpy(), recorder.grad.numpy()
+    phi = engine.phi0.numpy().copy()
+    beta, lr = engine.beta.numpy(), engine.lr.numpy()
+    burn_in_lr = None if engine.burn_in_lr is None else engine.burn_in_lr.numpy()
+    counts = np.zeros(2)
+    prior_var = float(engine.model.prior_scale) ** 2
+    small = np.int32 if engine.n_examples < 2**31 else np.int64
+    start = 0
+    for size, block in zip(sizes, blocks):
+        stop = start + size
+        before, switch = lr, -1
+        if burn_in_lr is not None and start < burn_in:  # the step changes at burn-in
+            before, switch = burn_in_lr, (burn_in - start if burn_in < stop else -1)
+        phi = kernel(cols, col_stride, vals, y, np.ascontiguousarray(block.index.numpy(), small),
+                     block.counts.numpy(), block.eps.numpy(), block.noise.numpy(), phi,
+                     beta, before, lr, switch, engine.n_examples, prior_var,
+                     float(settings["clip_norm"]), phis, grads, counts)
+        recorder.flush(start, stop)
+        if progress is not None:
+            progress.update(size)
+        start = stop
+    if progress is not None:
+        progress.close()
+    return (torch.from_numpy(phi), recorder,
+            (torch.tensor(counts[0], dtype=torch.float64),
+             torch.tensor(counts[1], dtype=torch.float64)))
