@@ -47,7 +47,10 @@ def designs():
                                      (50000, 30, 0.02), (30000, 56, 0.1), (20000, 100, 0.05)):
         yield f"Gaussian, {n_features} features, {n_rows} rows", *gaussian(n_rows, n_features), rate
     yield "one-hot, 5 blocks of 8, 20000 rows", *one_hot(20000, (8,) * 5), 0.1
-    yield "one-hot, 10 blocks of 10, 100000 rows", *one_hot(100000, (10,) * 10), 0.01
+    yield "one-hot, 10 blocks of 10, 50000 rows", *one_hot(50000, (10,) * 10), 0.02
+    # not prepared up front (above 32 MB as float32): the chunked row-sparse copy
+    X, y = one_hot(400_000, (10,) * 10)
+    yield "one-hot, 10 blocks of 10, 400000 rows", X.astype(np.float32), y, 0.005
 
 
 def main():
@@ -70,12 +73,7 @@ def main():
             return picked[-1]
 
         def forced(model, engine, data):
-            prepared, targets = kernel._prepared_rows(data)
-            widest = int((prepared != 0).sum(1).max())
-            if widest <= kernel.SPARSE_SHARE * prepared.shape[1]:
-                cols, vals = kernel.padded_rows(prepared)
-                return cols, 1, vals, targets
-            return np.arange(prepared.shape[1], dtype=np.int32)[None], 0, prepared, targets
+            return kernel._layout(data, lambda width, n: True)
 
         times, phis = {"kernel": [], "torch": []}, {}
         for path, layout in (("warm", forced), ("choice", spy)):
@@ -90,7 +88,8 @@ def main():
         loop.kernel_layout = chosen
         width = int((X != 0).sum(1).max()) + 1
         row = dict(design=name, rows_per_step=len(X) * rate, n=X.shape[1] + 1,
-                   width=width if width <= kernel.SPARSE_SHARE * (X.shape[1] + 1) else X.shape[1] + 1,
+                   width=width if width <= kernel.SPARSE_SHARE * (X.shape[1] + 1)
+                   else X.shape[1] + 1,
                    kernel_ms=min(times["kernel"]), torch_ms=min(times["torch"]),
                    chooses="kernel" if picked and picked[0] is not None else "torch",
                    max_phi_difference=float(np.abs(phis["kernel"] - phis["torch"]).max()))

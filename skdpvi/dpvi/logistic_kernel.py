@@ -16,8 +16,9 @@ step like the torch path, so the two agree to rounding (tested), and the mechani
 
 :func:`kernel_layout` decides per run: the kernel serves skdpvi's
 :class:`~skdpvi.models.LogisticRegressionModel` with Monte Carlo draws, one run on the
-CPU, no clip groups and no ``step_matrix``, data small enough to be prepared up front
-(dense or sparse input alike), and only where its measured cost model (:data:`KERNEL_NS`, :data:`TORCH_NS`) says it is faster than
+CPU, no clip groups and no ``step_matrix``, dense or sparse input (large data only
+when sparse enough for a compact row-sparse copy: :func:`_layout`), and only where its
+measured cost model (:data:`KERNEL_NS`, :data:`TORCH_NS`) says it is faster than
 the torch step. numba is imported, and the kernel compiled (or loaded from numba's
 on-disk cache), on the first run that uses it.
 """
@@ -32,8 +33,8 @@ __all__ = []
 #: Cost model of one step, in nanoseconds (``benchmarks/bench_logistic_kernel.py``,
 #: one thread): the kernel ``KERNEL_NS * B S w`` for B rows, S draws and rows of w
 #: stored entries; the torch step ``TORCH_NS[0] + TORCH_NS[1] * B S n``.
-KERNEL_NS = 1.3
-TORCH_NS = (330_000.0, 0.5)
+KERNEL_NS = 1.2
+TORCH_NS = (150_000.0, 0.33)
 #: A row-sparse copy (column and value of each non-zero) is made when the widest
 #: row has at most this share of the columns; otherwise the kernel reads the rows.
 SPARSE_SHARE = 0.5
@@ -168,16 +169,17 @@ def compiled_block():
     return _COMPILED["block"]
 
 
-def padded_rows(X):
+def padded_rows(X, width=None):
     """The row-sparse copy of a dense (N, p) array: (columns int32, values float32), both (N, m).
 
-    m is the largest number of non-zeros of a row; shorter rows are padded with
-    column 0 and value 0, which adds nothing to any sum.
+    m is ``width``, by default the largest number of non-zeros of a row; shorter
+    rows are padded with column 0 and value 0, which adds nothing to any sum.
     """
     X = np.asarray(X)
     nonzero = X != 0
     counts = nonzero.sum(1)
-    width = max(int(counts.max()) if len(counts) else 0, 1)
+    if width is None:
+        width = max(int(counts.max()) if len(counts) else 0, 1)
     cols = np.zeros((X.shape[0], width), dtype=np.int32)
     vals = np.zeros((X.shape[0], width), dtype=np.float32)
     rows, columns = np.nonzero(nonzero)
@@ -188,25 +190,63 @@ def padded_rows(X):
     return cols, vals
 
 
-def _prepared_rows(data):
-    """The prepared (X, y) of a :class:`~skdpvi.dpvi.data._Data` as float32 arrays, or None.
+def _chunks(data):
+    """The prepared (X, y) of the data's rows as float32 arrays, chunk by chunk."""
+    from .data import _CHUNK_ROWS
 
-    Data prepared up front as they are; sparse input small enough to have been
-    prepared up front were it dense (the same bound), prepared here, so that a
-    sparse fit reads the same rows as the dense fit of the same matrix.
+    for start in range(0, data.n_examples, _CHUNK_ROWS):
+        X, y = data.prepared(start, min(start + _CHUNK_ROWS, data.n_examples))
+        yield X.numpy(), y.numpy()
+
+
+def _layout(data, worth_it):
+    """``(cols, col_stride, vals, y)`` of the data's prepared rows, or None.
+
+    ``worth_it(width, n)`` says whether the kernel, on rows of ``width`` stored
+    entries of ``n`` columns, is worth running. Data prepared up front (dense or
+    sparse input small enough to have been prepared were it dense: the same rows
+    either way) are read where they lie when dense and copied row-sparse when the
+    widest row has at most ``SPARSE_SHARE`` of the columns. Larger data are only
+    copied row-sparse, chunk by chunk, and only when the copy is at most half the
+    size of a float32 copy of the data (widest row at most n / 4): the engine's
+    memory stays O(kappa N) otherwise.
     """
     from .data import _PREPARE_ONCE_BYTES
 
-    if data.columns is None:
-        n_columns = sum(int(np.prod(s.shape[1:])) + 1 for s in data.sources)
-        if 4 * data.n_examples * n_columns > _PREPARE_ONCE_BYTES:
-            return None
-        columns = data.prepared(0, data.n_examples)
-    else:
-        columns = data.columns
-    if len(columns) != 2:
+    n_columns = sum(int(np.prod(s.shape[1:])) + 1 for s in data.sources)
+    small = data.columns is not None or 4 * data.n_examples * n_columns <= _PREPARE_ONCE_BYTES
+    if data.columns is not None and len(data.columns) != 2:
         return None
-    return tuple(np.ascontiguousarray(c.numpy(), dtype=np.float32) for c in columns)
+    if small:
+        columns = data.columns if data.columns is not None else data.prepared(0, data.n_examples)
+        X, y = (np.ascontiguousarray(c.numpy(), dtype=np.float32) for c in columns)
+        n = X.shape[1]
+        widest = int((X != 0).sum(1).max())
+        width = widest if widest <= SPARSE_SHARE * n else n
+        if not worth_it(width, n):
+            return None
+        if width == n:
+            return np.arange(n, dtype=np.int32)[None, :], 0, X, y
+        cols, vals = padded_rows(X, width)
+        return cols, 1, vals, y
+    widest, n = 0, None
+    for X, _ in _chunks(data):
+        n = X.shape[1]
+        widest = max(widest, int((X != 0).sum(1).max()))
+        if widest > n / 4:
+            return None
+    if not worth_it(widest, n):
+        return None
+    cols = np.empty((data.n_examples, widest), dtype=np.int32)
+    vals = np.empty((data.n_examples, widest), dtype=np.float32)
+    y = np.empty(data.n_examples, dtype=np.float32)
+    start = 0
+    for X, targets in _chunks(data):
+        stop = start + len(X)
+        cols[start:stop], vals[start:stop] = padded_rows(X, widest)
+        y[start:stop] = targets
+        start = stop
+    return cols, 1, vals, y
 
 
 def kernel_layout(model, engine, data):
@@ -214,9 +254,8 @@ def kernel_layout(model, engine, data):
 
     None where the kernel does not serve the run (see the module docstring) or its
     cost model says the torch step is faster. ``vals`` is the prepared float32 data
-    itself for dense rows (``col_stride`` 0) and a row-sparse copy
-    (:func:`padded_rows`) where the widest row has at most ``SPARSE_SHARE`` of the
-    columns; ``y`` the targets as float32.
+    itself for dense rows (``col_stride`` 0), else a row-sparse copy
+    (:func:`padded_rows`, see :func:`_layout`); ``y`` the targets as float32.
     """
     from ..models import LogisticRegressionModel
 
@@ -229,20 +268,12 @@ def kernel_layout(model, engine, data):
             or engine.device.type != "cpu" or engine.step_matrix is not None
             or engine.group_norms is not None or data.n_examples == 0 or not available()):
         return None
-    prepared = _prepared_rows(data)
-    if prepared is None:
-        return None
-    X, y = prepared
-    n = X.shape[1]
-    widest = int((X != 0).sum(1).max())
-    width = widest if widest <= SPARSE_SHARE * n else n
     draws = engine.n_mc_samples * engine.n_examples * engine.settings["sampling_rate"]
-    if KERNEL_NS * draws * width >= TORCH_NS[0] + TORCH_NS[1] * draws * n:
-        return None
-    if width < n:
-        cols, vals = padded_rows(X)
-        return cols, 1, vals, y
-    return np.arange(n, dtype=np.int32)[None, :], 0, X, y
+
+    def worth_it(width, n):
+        return KERNEL_NS * draws * width < TORCH_NS[0] + TORCH_NS[1] * draws * n
+
+    return _layout(data, worth_it)
 
 
 def descend_compiled(engine, layout, blocks, progress=None):

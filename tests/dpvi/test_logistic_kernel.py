@@ -138,11 +138,10 @@ def test_padded_rows_hold_every_non_zero_and_nothing_else():
 
 
 def _layout(model, X, y, **settings):
-    settings = {**SETTINGS, **settings}
     data = _Data(model, (X, y), torch.device("cpu"))
     engine = _Engine(model, data.n_examples, torch.device("cpu"), learning_rate=None,
                      learning_rate_scale=None, n_mc_samples=10, init_mean=None,
-                     init_scale=0.01, **settings)
+                     init_scale=0.01, **{**SETTINGS, **settings})
     return kernel_module.kernel_layout(model, engine, data)
 
 
@@ -189,3 +188,26 @@ def test_sparse_input_takes_the_kernel_and_matches_the_dense_input(monkeypatch):
     csr = run_dpvi(model, (sparse.csr_matrix(X), y), random_state=2, **settings)
     assert all(c is not None and c[1] == 1 for c in chosen)
     np.testing.assert_array_equal(csr.trace_phi, dense.trace_phi)
+
+
+def test_large_sparse_data_are_copied_row_sparse_chunk_by_chunk(monkeypatch):
+    import skdpvi.dpvi.data as data_module
+
+    X, y = _one_hot(2000, seed=6, blocks=(8, 8, 8))
+    model = LogisticRegressionModel(X.shape[1])
+    settings = {**SETTINGS, "n_steps": 80, "burn_in": 20}
+    small = run_dpvi(model, (X, y), random_state=1, **settings)
+    # not prepared up front, read in chunks of 300 rows: the same copy, the same run
+    monkeypatch.setattr(data_module, "_PREPARE_ONCE_BYTES", 0)
+    monkeypatch.setattr(data_module, "_CHUNK_ROWS", 300)
+    layouts = []
+    layout = kernel_module.kernel_layout
+    monkeypatch.setattr(loop, "kernel_layout", lambda *a: layouts.append(layout(*a)) or layouts[-1])
+    large = run_dpvi(model, (X, y), random_state=1, **settings)
+    cols, stride, vals, targets = layouts[0]
+    assert stride == 1 and cols.shape == (2000, 5)  # the numeric column, 3 blocks, intercept
+    np.testing.assert_array_equal(targets, y)
+    np.testing.assert_array_equal(large.trace_phi, small.trace_phi)
+    # dense large data: no copy (the engine's memory stays O(kappa N)); the torch step
+    Xd, yd = _gaussian(2000, 6)
+    assert _layout(LogisticRegressionModel(6), Xd, yd) is None
