@@ -337,6 +337,14 @@ def run_dpvi(
     Returns
     -------
     DPVIResult
+
+    Notes
+    -----
+    The steps of a :class:`~skdpvi.models.LogisticRegressionModel` run with Monte
+    Carlo draws may run a block at a time in compiled code
+    (:mod:`skdpvi.dpvi.logistic_kernel`, where its cost model says it is faster):
+    the same mechanism and random numbers, the same release up to floating-point
+    rounding.
     """
     device = torch.device(device)
     data = _Data(model, data, device)

@@ -17,6 +17,9 @@ the loop while the draw thread runs, and OpenBLAS's two spinning threads on a 2-
 machine made them about 35x slower (5.5 ms instead of 0.15; the default 10-D linear
 fit's DP-SGD 5.9-6.4 s before, 5.0-5.4 s after; doc/performance.rst, "Threads").
 joblib's workers already run on one BLAS thread each.
+
+The compiled logistic steps (:mod:`~skdpvi.dpvi.logistic_kernel`) run on one thread
+whatever this setting says.
 """
 
 import os
