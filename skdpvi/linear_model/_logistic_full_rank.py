@@ -35,7 +35,8 @@ from ..noise_aware.sampling import _check_settled
 from ..posterior import NoiseAwarePosterior
 from ..utils.validation import is_positive_real
 from ._logistic_release_checks import (FULL_RANK_MIN_SCALE_RELAXATIONS, check_full_rank_scales,
-                                       check_logistic_fit, planned_scale_relaxations)
+                                       capped_scale_step, check_logistic_fit,
+                                       planned_scale_relaxations)
 from ._reporting import _describe_diagnostics, _progress
 
 #: The values of ``variational_family``.
@@ -125,19 +126,33 @@ class _FullRankMixin:
             cost = float(self.sampling_rate) * n_rows * n_params**2
         except (TypeError, ValueError):  # the engine's settings raise, naming it
             return "mean_field"
-        try:
-            relaxations = planned_scale_relaxations(self.sampling_rate, self.max_iter,
-                                                    self.learning_rate,
-                                                    self.scale_preconditioning)
-        except (TypeError, ValueError):
-            relaxations = None
         if self._full_rank_unsupported() or n_params > AUTO_MAX_PARAMS \
                 or cost > AUTO_MAX_STEP_COST or not (
                     is_positive_real(self.prior_scale)
-                    and self.prior_scale <= AUTO_MAX_PRIOR_SCALE) or (
-                    relaxations is not None and relaxations < FULL_RANK_MIN_SCALE_RELAXATIONS):
+                    and self.prior_scale <= AUTO_MAX_PRIOR_SCALE):
+            return "mean_field"
+        try:
+            relaxations = planned_scale_relaxations(self.sampling_rate, self.max_iter,
+                                                    self.learning_rate,
+                                                    self.scale_preconditioning,
+                                                    self._capped_scale_step(n_rows, n_features))
+        except (TypeError, ValueError):  # the engine's settings raise, naming it
+            relaxations = None
+        if relaxations is not None and relaxations < FULL_RANK_MIN_SCALE_RELAXATIONS:
             return "mean_field"
         return "full_rank"
+
+    def _capped_scale_step(self, n_rows, n_features):
+        """The scales' step under the default preconditioner's cap (None where the
+        learning rate or the preconditioning is set, or the cap cannot be known before
+        the run), for "auto"'s count of relaxations; public numbers only."""
+        if self.learning_rate != "auto" or self.scale_preconditioning != "auto":
+            return None
+        model = self._make_model(n_features)
+        lam_c = (self._default_learning_rate_scale(2 * model.n_params)
+                 if self.learning_rate_scale == "auto" else float(self.learning_rate_scale))
+        sigma, _ = self._run_noise_multiplier(n_rows)
+        return capped_scale_step(model, sigma, self.max_iter, n_rows, lam_c)
 
     def _fit_full_rank(self, X, y01):
         """``fit`` with ``variational_family="full_rank"`` on validated inputs."""

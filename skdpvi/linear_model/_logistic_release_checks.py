@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..dpvi.schedule import _default_preconditioning, heuristic_learning_rate
 from ..exceptions import IdentifiabilityWarning
 
 #: The same for logistic regression, on the release's estimate lowered by its wander
@@ -298,18 +299,36 @@ def scale_relaxations(engine):
 
 
 def planned_scale_relaxations(sampling_rate, max_iter, learning_rate,
-                              scale_preconditioning):
-    """:func:`scale_relaxations` from the estimator's parameters alone, before the
-    accountant: ``2 kappa sqrt(T)`` with ``scale_preconditioning="auto"`` (its cap,
-    which binds only for tiny data sets at small budgets, left out), ``2 kappa T
-    lambda beta`` when both are numbers, None otherwise (the learning rate depends on
-    the noise multiplier)."""
+                              scale_preconditioning, capped_step=None):
+    """:func:`scale_relaxations` from the estimator's parameters alone, before the run:
+    with ``scale_preconditioning="auto"`` ``2 kappa T min(1 / sqrt(T), capped_step)``
+    (``capped_step``: the scales' step ``lambda beta`` under the preconditioner's cap,
+    :func:`capped_scale_step`; None leaves the cap out), ``2 kappa T lambda beta``
+    when both are numbers, None otherwise (the learning rate depends on the noise
+    multiplier)."""
     if scale_preconditioning == "auto":
-        return 2.0 * float(sampling_rate) * math.sqrt(int(max_iter))
+        step = 1.0 / math.sqrt(int(max_iter))
+        if capped_step is not None:
+            step = min(step, capped_step)
+        return 2.0 * float(sampling_rate) * int(max_iter) * step
     if learning_rate == "auto":
         return None
     return 2.0 * float(sampling_rate) * int(max_iter) * float(learning_rate) \
         * float(scale_preconditioning)
+
+
+def capped_scale_step(model, noise_multiplier, max_iter, n_rows, learning_rate_scale):
+    """The scales' step ``lambda beta`` of the default preconditioning, its cap included.
+
+    The cap of :func:`~skdpvi.dpvi.schedule._default_preconditioning` (``beta <= C N /
+    (5 sqrt(n_params))``) binds for few rows at small budgets; with the heuristic
+    learning rate (``lambda`` proportional to ``1 / C``) the product does not depend on
+    the clipping norm C, so it is known from public numbers before the private
+    clipping norm is (computed here with C = 1).
+    """
+    lam = heuristic_learning_rate(noise_multiplier, 1.0, int(max_iter), 2 * model.n_params,
+                                  learning_rate_scale)
+    return lam * _default_preconditioning(lam, int(max_iter), model, 1.0, n_rows)
 
 
 def check_scale_relaxations(est, engine, family):

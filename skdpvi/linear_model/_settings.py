@@ -178,11 +178,7 @@ class _SettingsMixin:
         verbose = int(self.verbose)
         start = time.perf_counter()
         histogram_noise = self._clip_histogram_noise(n_samples)
-        composed = () if histogram_noise is None else (histogram_mechanism(histogram_noise),)
-        composed = composed + self._other_mechanisms()
-        sigma, eps_achieved = noise_multiplier(
-            self.epsilon, self.delta, self.sampling_rate, int(self.max_iter),
-            composed_with=composed)
+        sigma, eps_achieved = self._run_noise_multiplier(n_samples)
         _progress(verbose, 1, f"accounting: noise multiplier sigma={sigma:.5g}, certified "
                               f"epsilon={eps_achieved:.5g} at delta={self.delta:g} "
                               f"({time.perf_counter() - start:.1f} s)")
@@ -227,6 +223,15 @@ class _SettingsMixin:
             engine["step_matrix"] = step_matrix
         return _FitSettings(engine=engine, epsilon=eps_achieved,
                             clip_histogram_noise=histogram_noise)
+
+    def _run_noise_multiplier(self, n_samples):
+        """(sigma, certified epsilon) of the DP-SGD run of a fit on ``n_samples`` rows,
+        composed with the fit's other mechanisms (public numbers only; cached)."""
+        histogram_noise = self._clip_histogram_noise(n_samples)
+        composed = () if histogram_noise is None else (histogram_mechanism(histogram_noise),)
+        return noise_multiplier(self.epsilon, self.delta, self.sampling_rate,
+                                int(self.max_iter),
+                                composed_with=composed + self._other_mechanisms())
 
     def _clip_histogram_noise(self, n_samples):
         """Noise std of the private row-norm histogram a fit on ``n_samples`` rows runs,
