@@ -194,9 +194,9 @@ default="auto"
         "full_rank": DP-SGD on ``N(m, L L^T)``, same mechanism and accounting
         (:func:`~skdpvi.dpvi.run_dpvi_full_rank`); needs the default ``inference``,
         ``error_model`` and no ``decorrelation``. "auto": full rank at most 13
-        parameters, ``sampling_rate * n_samples * n_params^2 <= 5e5``, ``2 *
-        sampling_rate * sqrt(max_iter) >= 16`` (the scales' relaxations),
-        ``prior_scale <= 1`` and those options at their defaults, else mean field
+        parameters, ``sampling_rate * n_samples * n_params^2 <= 5e5``, 16 scale
+        relaxations (``2 sampling_rate sqrt(max_iter)``, fewer for few rows at small
+        budgets), ``prior_scale <= 1`` and those options at their defaults, else mean field
         (Adult); short runs, and a full rank with ``prior_scale > 1``, warn (user
         guide, "Correlated features: a full-rank variational family").
     prior_scale : float, default=1.0

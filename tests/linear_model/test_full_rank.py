@@ -105,6 +105,11 @@ def test_tarp_study_in_lockstep_equals_the_study_fit_one_by_one():
     ({"max_iter": 300, "sampling_rate": 0.5, "learning_rate": 1e-3,
       "scale_preconditioning": 10.0}, (600, 3), "mean_field"),         # 3
     ({"max_iter": 300, "scale_preconditioning": 10.0}, (600, 3), "full_rank"),  # unknown
+    # few rows at a small budget: the preconditioner's cap slows the scales (2.6,
+    # 15.8 and 20 relaxations)
+    ({"epsilon": 0.1}, (500, 5), "mean_field"),
+    ({"epsilon": 0.3}, (1000, 4), "mean_field"),
+    ({"epsilon": 1.0}, (500, 5), "full_rank"),
     # a prior wider than 1: measured too narrow there
     ({"prior_scale": 1.5}, (600, 3), "mean_field"),
     ({"prior_scale": 1.0}, (600, 3), "full_rank"),
@@ -234,6 +239,22 @@ def test_scale_relaxations_are_two_kappa_sqrt_t_at_the_default_preconditioning()
         assert planned_scale_relaxations(rate, max_iter, "auto", "auto") == pytest.approx(expected)
     assert planned_scale_relaxations(0.1, 100, "auto", 5.0) is None
     assert planned_scale_relaxations(0.1, 100, 0.01, 5.0) == pytest.approx(2 * 0.1 * 100 * 0.05)
+
+
+@pytest.mark.parametrize("clip_norm", ["auto", 3.0])
+def test_the_planned_count_with_the_cap_is_the_runs_whatever_the_clipping_norm(clip_norm):
+    # 500 rows at epsilon 0.1: the preconditioner's cap binds; the capped step is
+    # known before the (private) clipping norm, and is the run's
+    from skdpvi.linear_model._logistic_release_checks import (planned_scale_relaxations,
+                                                              scale_relaxations)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 5))
+    est = DPBayesianLogisticRegression(epsilon=0.1, clip_norm=clip_norm)
+    engine = est._engine_settings(*X.shape, X=X, seed=0).engine
+    planned = planned_scale_relaxations(0.1, 10_000, "auto", "auto",
+                                        est._capped_scale_step(*X.shape))
+    assert scale_relaxations(engine) == pytest.approx(planned, rel=1e-9)
+    assert planned == pytest.approx(2.6, abs=0.1)
 
 
 def test_runs_too_short_for_the_scales_warn_and_record_the_count():
