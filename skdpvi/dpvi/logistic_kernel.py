@@ -23,7 +23,6 @@ the torch step. numba is imported, and the kernel compiled (or loaded from numba
 on-disk cache), on the first run that uses it.
 """
 
-import importlib.util
 import math
 
 import numpy as np
@@ -43,11 +42,18 @@ _COMPILED = {}
 
 
 def available():
-    """Whether numba can be imported (the kernel's only requirement)."""
-    try:
-        return importlib.util.find_spec("numba") is not None
-    except (ImportError, ValueError):  # pragma: no cover
-        return False
+    """Whether numba imports (the kernel's only requirement; tried once per process).
+
+    A numba that is installed but does not import (one built for another NumPy, say)
+    leaves the runs to the torch step instead of failing them.
+    """
+    if "available" not in _COMPILED:
+        try:
+            import numba  # noqa: F401
+            _COMPILED["available"] = True
+        except Exception:  # pragma: no cover - ImportError, or numba's own checks
+            _COMPILED["available"] = False
+    return _COMPILED["available"]
 
 
 def _kernel(cols, col_stride, vals, y, index, sizes, eps, noise, phi, beta, lr_before,
@@ -266,12 +272,13 @@ def kernel_layout(model, engine, data):
             is not LogisticRegressionModel.grad_log_prior_unconstrained
             or getattr(model, "exact_expectations", False)
             or engine.device.type != "cpu" or engine.step_matrix is not None
-            or engine.group_norms is not None or data.n_examples == 0 or not available()):
+            or engine.group_norms is not None or data.n_examples == 0):
         return None
     draws = engine.n_mc_samples * engine.n_examples * engine.settings["sampling_rate"]
 
-    def worth_it(width, n):
-        return KERNEL_NS * draws * width < TORCH_NS[0] + TORCH_NS[1] * draws * n
+    def worth_it(width, n):  # numba is imported only where the kernel would be faster
+        return (KERNEL_NS * draws * width < TORCH_NS[0] + TORCH_NS[1] * draws * n
+                and available())
 
     return _layout(data, worth_it)
 
