@@ -109,8 +109,8 @@ default="auto"
         recording window holds at least 5 relaxation times of the median mean
         coordinate, its wander shows the features centred and ``prior_scale`` is at
         most 1.5, "dense_shrunk" where it holds that many relaxations but one of the
-        other two fails, "dense" where it holds fewer
-        (``inference_diagnostics_["auto_error_model"]`` holds the two statistics, or
+        other two fails, "dense" where it holds fewer or the batch is below 0.3 of the
+        noise (``inference_diagnostics_["auto_error_model"]`` holds the statistics, or
         the prior scale when the bound decided; results pages, "The logistic default
         chosen per fit": on centred Gaussian, heavy-tailed and correlated designs TARP
         0.036-0.067 against the dense model's 0.10-0.17, equal or better than "dense"
@@ -342,7 +342,7 @@ default="auto"
 
     def _fit_from_result(self, result, settings, n_samples, seeds):
         n_params = settings.engine["model"].n_params
-        choice = self._resolve_models(result, n_params)
+        choice = self._resolve_models(result, n_params, n_samples)
         theta_mean = super()._fit_from_result(result, settings, n_samples, seeds)
         if choice:
             self.inference_diagnostics_["auto_error_model"] = choice

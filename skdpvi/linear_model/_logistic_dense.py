@@ -12,7 +12,8 @@ import numpy as np
 from ..noise_aware import (linear_response_posterior, logistic_wander_width, mean_field_curvature,
                            remove_wander_bias)
 from ..posterior import NoiseAwarePosterior
-from ._logistic_release_checks import wander_intercept_inflation
+from ._logistic_release_checks import (SMALLEST_BATCH_OVER_NOISE,
+                                       wander_intercept_inflation)
 
 #: The error models that read one dense curvature off the wander (linear response).
 DENSE_MODELS = ("dense", "dense_shrunk", "dense_matched")
@@ -100,10 +101,14 @@ def window_relaxations(result, n_params):
 
 
 def auto_dense_model(result, n_params, *, fit_intercept, flat_directions=None,
-                     prior_scale=1.0):
+                     prior_scale=1.0, batch_over_noise=None):
     """The dense error model ``error_model="auto"`` takes for this release, and why.
 
-    "dense_matched" where the recording window holds at least
+    "dense" wherever the batch is small against the step's noise
+    (``batch_over_noise``, the fit's ``sampling_rate * n_samples / (sigma C)``, below
+    the 0.3 where the fit warns of few rows: the window's reads that the choice
+    rests on are then noise; results pages, "Few rows at small budgets: the
+    preconditioner's cap"). Else "dense_matched" where the recording window holds at least
     :data:`AUTO_MATCHED_RELAXATIONS` relaxations of the median coordinate and, with an
     intercept, the window's wander shows the features centred
     (:data:`AUTO_MATCHED_INFLATION`), and the prior scale is at most
@@ -121,17 +126,23 @@ def auto_dense_model(result, n_params, *, fit_intercept, flat_directions=None,
         Directions declared one-hot blocks leave flat, left out of the inflation.
     prior_scale : float, default=1.0
         The model's prior standard deviation of the coefficients.
+    batch_over_noise : float, optional
+        The fit's ratio of expected batch to noise (None: not used).
 
     Returns
     -------
     error_model : {"dense", "dense_shrunk", "dense_matched"}
     diagnostics : dict
-        ``window_relaxations`` (the median); ``prior_scale`` when the prior bound
+        ``window_relaxations`` (the median); ``batch_over_noise`` when the ratio
+        decided; ``prior_scale`` when the prior bound
         sent the fit to the fallback; else with an intercept, when the window
         holds enough relaxations, ``intercept_inflation`` and
         ``inflation_over_sampling`` (the statistic compared with the threshold).
     """
     info = {"window_relaxations": float(np.median(window_relaxations(result, n_params)))}
+    if batch_over_noise is not None and batch_over_noise < SMALLEST_BATCH_OVER_NOISE:
+        info["batch_over_noise"] = float(batch_over_noise)  # why: few rows for the noise
+        return "dense", info
     if info["window_relaxations"] < AUTO_MATCHED_RELAXATIONS:
         return "dense", info
     if prior_scale > AUTO_MATCHED_MAX_PRIOR_SCALE:

@@ -51,10 +51,11 @@ class _LogisticErrorModels:
                     f"wander_correction={self.wander_correction!r} needs inference 'emcee', "
                     f"'exact' or 'laplace', got inference={self.inference!r}.")
 
-    def _resolve_models(self, result, n_params):
-        """Set ``error_model_`` and ``wander_correction_`` for this release; return the
-        diagnostics of "auto"'s choice (empty when nothing was chosen)."""
-        self.error_model_, choice = self._resolve_error_model(result, n_params)
+    def _resolve_models(self, result, n_params, n_samples=None):
+        """Set ``error_model_`` and ``wander_correction_`` for this release (of a fit on
+        ``n_samples`` rows); return the diagnostics of "auto"'s choice (empty when
+        nothing was chosen)."""
+        self.error_model_, choice = self._resolve_error_model(result, n_params, n_samples)
         self.wander_correction_ = self._resolve_wander_correction()
         return choice
 
@@ -68,18 +69,21 @@ class _LogisticErrorModels:
         flat = self._onehot_flat_directions()
         return flat if len(flat) else None
 
-    def _resolve_error_model(self, result, n_params):
+    def _resolve_error_model(self, result, n_params, n_samples=None):
         """The error model of this fit ("auto" resolved, None for the backends without
-        one) and, for "auto" with "exact", the diagnostics of its choice."""
+        one) and, for "auto" with "exact", the diagnostics of its choice (the ratio of
+        batch to noise counts with the default clip norm, as its warning does)."""
         if self.inference not in GRADIENT_MODEL_BACKENDS:
             return None, {}
         if self.error_model != "auto":
             return self.error_model, {}
         if self.inference != "exact":
             return "diagonal", {}
+        ratio = (None if n_samples is None or self.clip_norm != "auto" else
+                 result.sampling_rate * n_samples / (result.noise_multiplier * result.clip_norm))
         return auto_dense_model(result, n_params, fit_intercept=self.fit_intercept,
                                 flat_directions=self._flat_directions(),
-                                prior_scale=float(self.prior_scale))
+                                prior_scale=float(self.prior_scale), batch_over_noise=ratio)
 
     def _resolve_wander_correction(self):
         """"auto": "probit" with "dense_matched" and an intercept, "none" otherwise."""

@@ -237,8 +237,9 @@ def check_within_prior(est, draws, prior_sd):
 #: 60-100 fits per cell, results pages, "Small data for the budget: logistic
 #: regression"): coefficient z-score sds up to 2.4-2.8 at 0.04-0.11 (300-500 rows,
 #: epsilon 0.3), up to 1.2-1.9 at 0.20-0.27, 0.8-1.25 at 0.44 and above. The ratio
-#: depends only on public settings: N, the noise multiplier and the clip norm.
-_SMALLEST_BATCH_OVER_NOISE = 0.3
+#: depends only on public settings: N, the noise multiplier and the clip norm. Below
+#: it "auto"'s error model is "dense" (:func:`~._logistic_dense.auto_dense_model`).
+SMALLEST_BATCH_OVER_NOISE = 0.3
 
 
 def check_logistic_batch_noise(est, n_samples, sampling_rate, noise_multiplier, clip_norm):
@@ -250,13 +251,13 @@ def check_logistic_batch_noise(est, n_samples, sampling_rate, noise_multiplier, 
     """
     ratio = sampling_rate * n_samples / (noise_multiplier * clip_norm)
     est.inference_diagnostics_["batch_over_noise"] = ratio
-    if ratio < _SMALLEST_BATCH_OVER_NOISE and est.clip_norm == "auto":
+    if ratio < SMALLEST_BATCH_OVER_NOISE and est.clip_norm == "auto":
         warnings.warn(
             f"Few rows for this privacy budget: the expected batch (sampling_rate x "
             f"n_samples = {sampling_rate * n_samples:.0f} rows) is small against the DP "
             f"noise of a step (noise_multiplier x clip_norm = "
             f"{noise_multiplier * clip_norm:.0f}); their ratio {ratio:.2f} is below "
-            f"{_SMALLEST_BATCH_OVER_NOISE}. In simulations with such settings the "
+            f"{SMALLEST_BATCH_OVER_NOISE}. In simulations with such settings the "
             "posterior of the coefficients was over-confident (z-score sds 1.2-2.8, the "
             "worse the smaller the ratio): treat its intervals as too narrow. More rows "
             "or a larger epsilon raise the ratio; "

@@ -76,3 +76,40 @@ def test_auto_dense_model_follows_both_statistics():
     model, info = auto_dense_model(short, 5, fit_intercept=True)
     assert model == "dense" and info["window_relaxations"] < AUTO_MATCHED_RELAXATIONS
     assert "intercept_inflation" not in info
+
+
+def test_auto_dense_model_takes_dense_where_the_batch_is_small_against_the_noise():
+    from skdpvi.linear_model._logistic_release_checks import SMALLEST_BATCH_OVER_NOISE
+
+    rng = np.random.default_rng(3)
+    centred = _release(np.c_[rng.standard_normal((4000, 4)), rng.standard_normal(4000)],
+                       rho=-2.0)
+    assert auto_dense_model(centred, 5, fit_intercept=True)[0] == "dense_matched"
+    above = auto_dense_model(centred, 5, fit_intercept=True,
+                             batch_over_noise=SMALLEST_BATCH_OVER_NOISE)
+    assert above[0] == "dense_matched" and "batch_over_noise" not in above[1]
+    model, info = auto_dense_model(centred, 5, fit_intercept=True,
+                                   batch_over_noise=0.5 * SMALLEST_BATCH_OVER_NOISE)
+    assert model == "dense" and info["batch_over_noise"] == 0.5 * SMALLEST_BATCH_OVER_NOISE
+
+
+def test_a_fit_with_few_rows_for_its_budget_reads_its_ratio_into_the_choice():
+    import warnings
+
+    from skdpvi import DPBayesianLogisticRegression
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((500, 14))  # 15 parameters: the mean field
+    y = (rng.random(500) < 0.5).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DPBayesianLogisticRegression(epsilon=0.3, max_iter=2000, random_state=0).fit(X, y)
+        fixed = DPBayesianLogisticRegression(epsilon=0.3, max_iter=2000, clip_norm=8.0,
+                                             random_state=0).fit(X, y)
+    assert est.inference_diagnostics_["batch_over_noise"] < 0.3
+    assert est.error_model_ == "dense"
+    choice = est.inference_diagnostics_["auto_error_model"]
+    assert choice["batch_over_noise"] == pytest.approx(
+        est.inference_diagnostics_["batch_over_noise"])
+    # with a clip norm of the user's the ratio does not decide (as its warning does not)
+    assert "batch_over_noise" not in fixed.inference_diagnostics_["auto_error_model"]
