@@ -22,11 +22,11 @@ import torch
 from ..models.base import GLMModel
 from .data import _REAL, _Data
 from .gradients import per_example_gradients
+from .logistic_kernel import descend_compiled, kernel_layout
 from .mechanism import _clip_and_sum, _GLMClip, group_clip_norms
 from .result import _result
 from .sampling import _Block, _block_steps, _draw_block, _generator
 from .schedule import _schedule
-from .logistic_kernel import descend_compiled, kernel_layout
 from .statistics import _TraceRecorder
 from .step_matrix import _StepMatrix
 from .threads import _limit_threads, _resolve_threads

@@ -143,9 +143,10 @@ class _FullRankMixin:
         return "full_rank"
 
     def _capped_scale_step(self, n_rows, n_features):
-        """The scales' step under the default preconditioner's cap (None where the
-        learning rate or the preconditioning is set, or the cap cannot be known before
-        the run), for "auto"'s count of relaxations; public numbers only."""
+        """The scales' step under the default preconditioner's cap, for "auto"'s count
+        of relaxations (None where the learning rate or the preconditioning is set);
+        public numbers only: the shape, the budget's noise multiplier (the accountant's,
+        cached for the fit that follows) and the parameters."""
         if self.learning_rate != "auto" or self.scale_preconditioning != "auto":
             return None
         model = self._make_model(n_features)
