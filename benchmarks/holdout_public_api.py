@@ -19,7 +19,7 @@ A calibrated method's TARP RMSE at K = 200 is about 0.026 on average (90 % of st
 is the exact posterior's figure (``--yardstick``).
 
 Run: python benchmarks/holdout_public_api.py [--designs ...] [--n-sim 200] [--n-jobs 2]
-[--yardstick --tag yardstick]
+[--yardstick --tag yardstick] [--batch-size 1]
 """
 
 import argparse
@@ -142,12 +142,12 @@ def estimator(name, inference=None):
     return DPBayesianLogisticRegression(epsilon=epsilon, prior_scale=prior, **extra)
 
 
-def study(name, n_sim, n_jobs, seed, inference=None):
+def study(name, n_sim, n_jobs, seed, inference=None, batch_size="auto"):
     start = time.perf_counter()
     res = run_tarp_study(estimator(name, inference), Simulator(name), n_simulations=n_sim,
                          n_draws=1000, references="prior", prior_sampler=PriorSampler(name),
                          unconstrained=True, n_jobs=n_jobs, random_state=seed,
-                         n_bootstrap=200)
+                         n_bootstrap=200, batch_size=batch_size)
     authors = tarp_coverage(res.samples, res.theta_true, references="posterior",
                             random_state=seed, n_bootstrap=200)
     z = res.z_scores()
@@ -178,7 +178,10 @@ def main():
                         help="logistic designs: the non-private exact posterior on the same "
                              "simulations and references instead of the default")
     parser.add_argument("--tag", default="")
+    parser.add_argument("--batch-size", default="auto",
+                        help="run_tarp_study's batch_size; 1: one fit per task (no lockstep)")
     args = parser.parse_args()
+    batch_size = args.batch_size if args.batch_size == "auto" else int(args.batch_size)
     torch.set_num_threads(1)
     payload = {"machine": machine(), "n_sim": args.n_sim, "seed": args.seed, "designs": {}}
     for name in args.designs:
@@ -186,7 +189,7 @@ def main():
         if args.yardstick:
             variants = ["exact_posterior"] if DESIGNS[name][0] == "logistic" else []
         for inference in variants:
-            row = study(name, args.n_sim, args.n_jobs, args.seed, inference)
+            row = study(name, args.n_sim, args.n_jobs, args.seed, inference, batch_size)
             label = name + ("" if inference is None else f"[{inference}]")
             payload["designs"][label] = {"settings": DESIGNS[name], **row}
             print(f"{label:<34} TARP authors' {row['authors_refs'][0]:.3f} "
