@@ -168,7 +168,7 @@ def compiled_block():
     if "block" not in _COMPILED:
         from numba import njit
 
-        # reassociation lets the short loops over the draws vectorise; no
+        # reassociation lets LLVM reorder the short sums over the draws; no
         # assumption about NaN or infinity is made (a diverging run must show)
         _COMPILED["block"] = njit(cache=True, nogil=True,
                                   fastmath={"reassoc", "contract", "arcp"})(_kernel)
