@@ -169,8 +169,10 @@ def compiled_block():
         from numba import njit
 
         # reassociation lets LLVM reorder the short sums over the draws; no
-        # assumption about NaN or infinity is made (a diverging run must show)
-        _COMPILED["block"] = njit(cache=True, nogil=True,
+        # assumption about NaN or infinity is made, and a division by zero gives
+        # inf as in torch (error_model="numpy"): a diverging run must show as the
+        # torch step's does, in non-finite sums, not raise mid-run
+        _COMPILED["block"] = njit(cache=True, nogil=True, error_model="numpy",
                                   fastmath={"reassoc", "contract", "arcp"})(_kernel)
     return _COMPILED["block"]
 

@@ -211,3 +211,15 @@ def test_large_sparse_data_are_copied_row_sparse_chunk_by_chunk(monkeypatch):
     # dense large data: no copy (the engine's memory stays O(kappa N)); the torch step
     Xd, yd = _gaussian(2000, 6)
     assert _layout(LogisticRegressionModel(6), Xd, yd) is None
+
+
+def test_a_diverging_run_ends_non_finite_as_the_torch_steps_does(monkeypatch):
+    # a step far too large: the scales collapse (softplus(rho) = 0) and the sums
+    # overflow; the kernel must neither raise mid-run nor hide it
+    X, y = _one_hot(2000, seed=7)
+    settings = dict(noise_multiplier=1.0, clip_norm=2.0, sampling_rate=0.1, n_steps=200,
+                    burn_in=50, learning_rate=1e8, preconditioner=30.0)
+    compiled, reference, _ = _both_paths(monkeypatch, LogisticRegressionModel(X.shape[1]),
+                                         (X, y), **settings)
+    assert not np.all(np.isfinite(compiled.phi))
+    assert not np.all(np.isfinite(reference.phi))
