@@ -119,12 +119,17 @@ class _Data:
                              f"{[int(s.shape[0]) for s in self.sources]}.")
         sparse = any(isinstance(s, _CSRRows) for s in self.sources)
         if prepare is None:
-            width = sum(int(np.prod(s.shape[1:])) + 1 for s in self.sources)  # + intercept
-            prepare = not sparse and 4 * self.n_examples * width <= _PREPARE_ONCE_BYTES
+            prepare = not sparse and self.small()
         self.columns = self.prepared(0, self.n_examples) if prepare else None
         # large batches of the regression models: gathered into a buffer with the ones
         self.ones = not prepare and len(self.sources) == 2 and _appends_ones(model)
         self.buffer = None
+
+    def small(self):
+        """Whether a prepared float32 copy of the data (an intercept column counted)
+        takes at most ``_PREPARE_ONCE_BYTES``."""
+        width = sum(int(np.prod(s.shape[1:])) + 1 for s in self.sources)
+        return 4 * self.n_examples * width <= _PREPARE_ONCE_BYTES
 
     def _rows(self, index):
         """The batch rows of every source, as float32, not yet prepared."""

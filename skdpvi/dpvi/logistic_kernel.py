@@ -219,10 +219,7 @@ def _layout(data, worth_it):
     size of a float32 copy of the data (widest row at most n / 4): the engine's
     memory stays O(kappa N) otherwise.
     """
-    from .data import _PREPARE_ONCE_BYTES
-
-    n_columns = sum(int(np.prod(s.shape[1:])) + 1 for s in data.sources)
-    small = data.columns is not None or 4 * data.n_examples * n_columns <= _PREPARE_ONCE_BYTES
+    small = data.columns is not None or data.small()
     if data.columns is not None and len(data.columns) != 2:
         return None
     if small:

@@ -12,7 +12,8 @@ Each step
 and the released pairs (phi_t, g_tilde_{t+1}) after burn-in are folded into running
 sums (:mod:`~skdpvi.dpvi.statistics`). :class:`_Engine` holds all of that for a run,
 or for runs in lockstep (:mod:`~skdpvi.dpvi.batched`: only the draws and the
-gathering of batches differ).
+gathering of batches differ). A logistic run's steps may instead run a block at a time
+in compiled code (:mod:`~skdpvi.dpvi.logistic_kernel`: the same release to rounding).
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -337,14 +338,6 @@ def run_dpvi(
     Returns
     -------
     DPVIResult
-
-    Notes
-    -----
-    The steps of a :class:`~skdpvi.models.LogisticRegressionModel` run with Monte
-    Carlo draws may run a block at a time in compiled code
-    (:mod:`skdpvi.dpvi.logistic_kernel`, where its cost model says it is faster):
-    the same mechanism and random numbers, the same release up to floating-point
-    rounding.
     """
     device = torch.device(device)
     data = _Data(model, data, device)
@@ -366,8 +359,7 @@ def _run(model, data, device, random_state, verbose, **settings):
     progress = _progress_bar(verbose, settings["n_steps"])
     layout = kernel_layout(model, engine, data)
     if layout is not None:  # the same steps, a block at a time in compiled code
-        phi, recorder, counts = descend_compiled(engine, layout, blocks, progress)
-        return engine.results(phi, recorder, counts, runs=[()])[0]
+        return engine.results(*descend_compiled(engine, layout, blocks, progress), runs=[()])[0]
     sq_norms = engine.row_sq_norms(data) if engine.glm else None
 
     # data prepared up front: every step gathers its rows into the same buffers
@@ -402,12 +394,9 @@ def _run(model, data, device, random_state, verbose, **settings):
             # a large batch, chunk by chunk: the same sum, O(chunk) temporaries
             parts = [gathered_sum(phi, j, rows[start: start + _STEP_CHUNK_ROWS])
                      for start in range(0, sizes[j], _STEP_CHUNK_ROWS)]
-            total = parts[0][0]
-            for part in parts[1:]:
-                total = total + part[0]
+            total = sum((part[0] for part in parts[1:]), parts[0][0])  # in order
             return total, torch.cat([norms for _, norms in parts]), None
 
         return block.noise, step
 
-    phi, recorder, counts = engine.descend(engine.phi0, draw_block, progress)
-    return engine.results(phi, recorder, counts, runs=[()])[0]
+    return engine.results(*engine.descend(engine.phi0, draw_block, progress), runs=[()])[0]

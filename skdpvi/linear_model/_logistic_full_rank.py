@@ -150,10 +150,9 @@ class _FullRankMixin:
         if self.learning_rate != "auto" or self.scale_preconditioning != "auto":
             return None
         model = self._make_model(n_features)
-        lam_c = (self._default_learning_rate_scale(2 * model.n_params)
-                 if self.learning_rate_scale == "auto" else float(self.learning_rate_scale))
         sigma, _ = self._run_noise_multiplier(n_rows)
-        return capped_scale_step(model, sigma, self.max_iter, n_rows, lam_c)
+        return capped_scale_step(model, sigma, self.max_iter, n_rows,
+                                 self._learning_rate_scale(model))
 
     def _fit_full_rank(self, X, y01):
         """``fit`` with ``variational_family="full_rank"`` on validated inputs."""

@@ -195,8 +195,7 @@ class _SettingsMixin:
                 np.random.default_rng([int(seed), _CLIP_STREAM]))
             _progress(verbose, 2, f"clipping norm {clip:.4g} from the rows' private norm "
                                   f"histogram (noise std {histogram_noise:.3g})")
-        lam_c = (self._default_learning_rate_scale(2 * model.n_params)
-                 if self.learning_rate_scale == "auto" else float(self.learning_rate_scale))
+        lam_c = self._learning_rate_scale(model)
         lam = (heuristic_learning_rate(sigma, clip, int(self.max_iter), 2 * model.n_params, lam_c)
                if self.learning_rate == "auto" else float(self.learning_rate))
         beta = (_default_preconditioning(lam, int(self.max_iter), model, clip, n_samples)
@@ -223,6 +222,13 @@ class _SettingsMixin:
             engine["step_matrix"] = step_matrix
         return _FitSettings(engine=engine, epsilon=eps_achieved,
                             clip_histogram_noise=histogram_noise)
+
+    def _learning_rate_scale(self, model):
+        """lambda_c of the heuristic learning rate for ``model`` (``learning_rate_scale``
+        resolved)."""
+        if self.learning_rate_scale == "auto":
+            return self._default_learning_rate_scale(2 * model.n_params)
+        return float(self.learning_rate_scale)
 
     def _run_noise_multiplier(self, n_samples):
         """(sigma, certified epsilon) of the DP-SGD run of a fit on ``n_samples`` rows,
