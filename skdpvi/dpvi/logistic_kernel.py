@@ -56,125 +56,11 @@ def available():
     return _COMPILED["available"]
 
 
-def _kernel(cols, col_stride, vals, y, index, sizes, eps, noise, phi, beta, lr_before,
-            lr_after, switch, n_examples, prior_var, clip_norm, phis, grads, counts):
-    """Run the steps of one block; write phi_t and g_tilde_{t+1} of each; return phi_T.
+def compiled_block(n_draws):
+    """The block of steps compiled for ``n_draws`` draws (:mod:`~skdpvi.dpvi.logistic_steps`)."""
+    from .logistic_steps import block_kernel
 
-    Row i's stored entries are ``vals[i, m]`` in columns ``cols[col_stride * i, m]``
-    (``col_stride`` 0 for dense rows: one row of column numbers serves all);
-    ``eps`` (steps, S, n) and ``noise`` (steps, 2n, already times sigma C) are the
-    block's draws, ``index`` (steps, width) and ``sizes`` (steps,) its padded Poisson
-    subsamples. The step is ``lr_before`` before block step ``switch`` and
-    ``lr_after`` from it on (``switch < 0``: ``lr_before`` throughout). ``counts``
-    accumulates the rows clipped and seen (private: diagnostics only).
-    """
-    n_block, n_draws, n = eps.shape
-    width = vals.shape[1]
-    one = np.float32(1.0)
-    theta_t = np.empty((n, n_draws), np.float32)  # the draws, by coordinate
-    weighted_t = np.empty((n, n_draws), np.float32)  # eps * beta_rho dscale / S
-    a = np.empty(n)
-    c = np.empty(n)
-    beta_a = np.empty(n)
-    sum_w = np.empty(n)
-    sum_s = np.empty(n)
-    r = np.empty(n_draws, np.float32)
-    row_scale = np.empty(width)
-    lr = lr_before
-    for j in range(n_block):
-        if j == switch:
-            lr = lr_after
-        phis[j, :] = phi
-        # the part of every row that does not depend on the example: the regulariser
-        # (1/N) mean_s [log q - log prior] of gradients.py, preconditioned
-        aa = 0.0
-        cc = 0.0
-        for k in range(n):
-            rho = phi[n + k]
-            scale = math.log1p(math.exp(-abs(rho))) + max(rho, 0.0)  # softplus
-            dscale = 1.0 / (1.0 + math.exp(-rho))
-            weight = beta[n + k] * dscale / n_draws
-            mean_theta = 0.0
-            mean_theta_eps = 0.0
-            for s in range(n_draws):
-                e = eps[j, s, k]
-                t = phi[k] + scale * e
-                theta_t[k, s] = t
-                weighted_t[k, s] = e * weight
-                mean_theta += t
-                mean_theta_eps += t * e
-            # the prior's gradient is -theta / prior_var
-            a[k] = beta[k] * mean_theta / n_draws / prior_var / n_examples
-            c[k] = beta[n + k] * (mean_theta_eps / n_draws / prior_var - 1.0 / scale) \
-                * dscale / n_examples
-            beta_a[k] = beta[k] * a[k]
-            aa += a[k] * a[k]
-            cc += c[k] * c[k]
-            sum_w[k] = 0.0
-            sum_s[k] = 0.0
-        total = 0.0
-        for b in range(sizes[j]):
-            i = index[j, b]
-            row = col_stride * i
-            for s in range(n_draws):
-                r[s] = np.float32(0.0)
-            x_beta_a = 0.0
-            x_sq = 0.0
-            for m in range(width):
-                v = vals[i, m]
-                col = cols[row, m]
-                x_beta_a += v * beta_a[col]
-                x_sq += (beta[col] * v) ** 2
-                for s in range(n_draws):
-                    r[s] += v * theta_t[col, s]
-            r_mean = 0.0
-            for s in range(n_draws):
-                r[s] = y[i] - one / (one + np.exp(-r[s]))  # y - sigmoid(logit)
-                r_mean += r[s]
-            r_mean /= n_draws
-            # squared norm of the row: the means' part |a - r_mean beta x|^2, then
-            # the scales' part |c - (r . weighted) x|^2, the latter over the
-            # stored entries only (c alone elsewhere, whose square cc holds)
-            sq_w = aa - 2.0 * r_mean * x_beta_a + r_mean * r_mean * x_sq
-            sq_s = cc
-            for m in range(width):
-                col = cols[row, m]
-                acc = np.float32(0.0)
-                for s in range(n_draws):
-                    acc += r[s] * weighted_t[col, s]
-                rv = acc * vals[i, m]
-                row_scale[m] = rv
-                sq_s += rv * (rv - 2.0 * c[col])
-            norm = math.sqrt(max(sq_w + sq_s, 0.0))
-            factor = min(1.0, clip_norm / (norm + 1e-12))
-            if norm > clip_norm:
-                counts[0] += 1.0
-            total += factor
-            for m in range(width):
-                col = cols[row, m]
-                sum_w[col] -= beta[col] * factor * r_mean * vals[i, m]
-                sum_s[col] -= factor * row_scale[m]
-        counts[1] += sizes[j]
-        for k in range(n):  # the release (paper A59), then the step
-            grads[j, k] = (total * a[k] + sum_w[k] + noise[j, k]) / beta[k]
-            grads[j, n + k] = (total * c[k] + sum_s[k] + noise[j, n + k]) / beta[n + k]
-        for k in range(2 * n):
-            phi[k] -= lr[k] * grads[j, k]
-    return phi
-
-
-def compiled_block():
-    """``_kernel`` compiled by numba (once per process; numba caches it on disk)."""
-    if "block" not in _COMPILED:
-        from numba import njit
-
-        # reassociation lets LLVM reorder the short sums over the draws; no
-        # assumption about NaN or infinity is made, and a division by zero gives
-        # inf as in torch (error_model="numpy"): a diverging run must show as the
-        # torch step's does, in non-finite sums, not raise mid-run
-        _COMPILED["block"] = njit(cache=True, nogil=True, error_model="numpy",
-                                  fastmath={"reassoc", "contract", "arcp"})(_kernel)
-    return _COMPILED["block"]
+    return block_kernel(n_draws)
 
 
 def padded_rows(X, width=None):
@@ -293,7 +179,7 @@ def descend_compiled(engine, layout, blocks, progress=None):
 
     from .statistics import _TraceRecorder
 
-    kernel = compiled_block()
+    kernel = compiled_block(engine.n_mc_samples)
     cols, col_stride, vals, y = layout
     settings = engine.settings
     n_steps, burn_in = settings["n_steps"], settings["burn_in"]

@@ -79,6 +79,27 @@ def test_the_kernel_releases_what_the_torch_step_releases(design, monkeypatch):
     np.testing.assert_array_equal(compiled.learning_rate, reference.learning_rate)
 
 
+def test_another_number_of_draws_compiles_its_own_block(monkeypatch):
+    # the draws' count is fixed at compile time: 3 draws get their own block
+    X, y = _gaussian(1000, 4)
+    model = LogisticRegressionModel(4)
+    compiled, reference, _ = _both_paths(monkeypatch, model, (X, y), n_steps=150,
+                                         burn_in=30, n_mc_samples=3)
+    np.testing.assert_allclose(compiled.trace_phi, reference.trace_phi, rtol=1e-4, atol=1e-6)
+    assert kernel_module.compiled_block(3) is not kernel_module.compiled_block(10)
+
+
+def test_the_kernels_sigmoid_is_accurate_to_float_rounding():
+    from skdpvi.dpvi.logistic_steps import sigmoid
+
+    x = np.concatenate([np.linspace(-40, 40, 8001), [-1e30, -88.0, 0.0, 88.0, 1e30]])
+    approx = np.array([sigmoid(np.float32(v)) for v in x], dtype=np.float64)
+    exact = np.exp(-np.logaddexp(0, -x))
+    assert np.abs(approx - exact).max() < 2e-7
+    assert np.diff(approx[:8001]).min() >= -2 * np.finfo(np.float32).eps  # monotone, to rounding
+    assert approx[-3] == 0.5 and np.isnan(sigmoid(np.float32(np.nan)))
+
+
 def test_a_changing_step_and_empty_batches_follow_the_torch_step(monkeypatch):
     # step_scales changes the step at burn-in, inside a block; kappa N = 2 leaves
     # many steps with an empty batch (noise only)
@@ -98,7 +119,7 @@ def _one_step(X, y, phi, model, clip_norm, beta):
     phis, grads = np.empty((1, 2 * n)), np.empty((1, 2 * n))
     cols, vals = kernel_module.padded_rows(Xp)
     counts = np.zeros(2)
-    kernel_module.compiled_block()(
+    kernel_module.compiled_block(10)(
         cols, 1, vals, y.astype(np.float32), index, np.array([len(X)]), eps.numpy(),
         np.zeros((1, 2 * n)), phi.copy(), beta, np.zeros(2 * n), np.zeros(2 * n), -1,
         len(X), model.prior_scale ** 2, clip_norm, phis, grads, counts)
