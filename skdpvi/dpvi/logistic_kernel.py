@@ -32,7 +32,7 @@ __all__ = []
 #: Cost model of one step, in nanoseconds (``benchmarks/bench_logistic_kernel.py``,
 #: one thread): the kernel ``KERNEL_NS * B S w`` for B rows, S draws and rows of w
 #: stored entries; the torch step ``TORCH_NS[0] + TORCH_NS[1] * B S n``.
-KERNEL_NS = 1.2
+KERNEL_NS = 0.8
 TORCH_NS = (150_000.0, 0.33)
 #: A row-sparse copy (column and value of each non-zero) is made when the widest
 #: row has at most this share of the columns; otherwise the kernel reads the rows.
