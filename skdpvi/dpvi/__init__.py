@@ -30,7 +30,8 @@ One concept per module, in the order of the data flow:
 ``result``      what a run releases
 ``loop``        one run, and the step loop shared with ``batched``
 ``logistic_kernel``  the steps of a logistic regression a block at a time in
-                compiled code (numba), where faster than the torch step
+                compiled code (numba, in ``logistic_steps``), where faster than
+                the torch step
 ``batched``     many runs in lockstep
 ``full_rank``   runs on a full-rank Gaussian (logistic regression), one or in
                 lockstep (its step in ``full_rank_step``, its loop in

@@ -4,23 +4,22 @@ At the sizes this package is used at, the torch step
 (:class:`~skdpvi.dpvi.mechanism._GLMClip`) is bound by the fixed cost of some sixty
 small tensor operations a step, not by arithmetic, and it multiplies every batch row
 in full, zeros included, where census and health-record designs are mostly one-hot
-(Adult's prepared rows hold 9-11 non-zeros of 57). This module runs a whole block of
-steps in one call compiled by numba: for each step the Monte Carlo draws of theta,
-then per row of the Poisson subsample the logits (over the row's non-zeros only),
-the residuals, the row's norm, its clip factor and its share of the two clipped
-sums, then the noise, the release ``g_tilde`` and the step. It is the same
-arithmetic as the torch path, on the same random numbers (drawn by
+(Adult's prepared rows hold 9-11 non-zeros of 57). A whole block of steps runs
+instead in one call compiled by numba (the compiled code is in
+:mod:`~skdpvi.dpvi.logistic_steps`; this module decides where it runs and feeds
+it). It is the same mechanism as the torch path (per-row clipping to C, noise
+sigma C, the Poisson subsample) on the same random numbers (drawn by
 :mod:`~skdpvi.dpvi.sampling`, in the same order), in float32 per row and float64 per
-step like the torch path, so the two agree to rounding (tested), and the mechanism
-(per-row clipping to C, noise sigma C, the Poisson subsample) is unchanged.
+step like the torch path; its sigmoid is a rational approximation within 2e-7 of
+the exact one, so the two agree to rounding (tested).
 
 :func:`kernel_layout` decides per run: the kernel serves skdpvi's
 :class:`~skdpvi.models.LogisticRegressionModel` with Monte Carlo draws, one run on the
 CPU, no clip groups and no ``step_matrix``, dense or sparse input (large data only
 when sparse enough for a compact row-sparse copy: :func:`_layout`), and only where its
 measured cost model (:data:`KERNEL_NS`, :data:`TORCH_NS`) says it is faster than
-the torch step. numba is imported, and the kernel compiled (or loaded from numba's
-on-disk cache), on the first run that uses it.
+the torch step. numba is imported, and the kernel compiled for the run's number of
+draws (or loaded from numba's on-disk cache), on the first run that uses it.
 """
 
 import math
