@@ -45,7 +45,8 @@ from skdpvi.metrics import run_tarp_study, tarp_coverage  # noqa: E402
 #: ("binary", p), 0/1 columns with P(1) = p (uncentred, as dummy-coded data are).
 #: The first six were fixed on 2026-11-27 (thirtieth session), the second six on
 #: 2026-11-27 (thirty-first session), the third seven on 2026-11-29 (forty-third
-#: session), each set before any of its runs.
+#: session), the fourth eight on 2026-11-29 (forty-fifth session), each set before
+#: any of its runs.
 DESIGNS = {
     "lin_d7_toep06_n3000_e05": ("linear", 7, 3000, 0.5, ("toeplitz", 0.6), None, (1.5, 10.0, 2.0)),
     "lin_d15_n20000_e1": ("linear", 15, 20000, 1.0, None, None, (1.0, 5.0, 1.0)),
@@ -72,6 +73,19 @@ DESIGNS = {
     "log_d2_n800_e05": ("logistic", 2, 800, 0.5, None, None, 1.0),
     "log_d5_n5000_e1_ps15": ("logistic", 5, 5000, 1.0, None, None, 1.5),
     "log_d30_n50000_e1_ps05": ("logistic", 30, 50000, 1.0, None, None, 0.5),
+    # fourth set (forty-fifth session, 2026-11-29): one feature, strong (0.9, 0.7)
+    # equicorrelation, dummy-coded linear features, heavy tails in logistic regression,
+    # 17 logistic parameters on independent features, and moderate rows at small budgets
+    "lin_d1_n500_e03": ("linear", 1, 500, 0.3, None, None, (1.0, 5.0, 1.0)),
+    "lin_d12_equi09_n8000_e05": ("linear", 12, 8000, 0.5, ("equi", 0.9), None,
+                                 (1.0, 5.0, 1.0)),
+    "lin_d6_binary02_n3000_e1": ("linear", 6, 3000, 1.0, None, None, (1.0, 5.0, 1.0),
+                                 ("binary", 0.2)),
+    "log_d1_n3000_e05": ("logistic", 1, 3000, 0.5, None, None, 1.0),
+    "log_d9_equi07_n8000_e05": ("logistic", 9, 8000, 0.5, ("equi", 0.7), None, 1.0),
+    "log_d16_n20000_e05": ("logistic", 16, 20000, 0.5, None, None, 1.0),
+    "log_d3_t3_n2000_e1_ps07": ("logistic", 3, 2000, 1.0, None, None, 0.7, ("t", 3)),
+    "log_d5_n3000_e03": ("logistic", 5, 3000, 0.3, None, None, 1.0),
 }
 
 
