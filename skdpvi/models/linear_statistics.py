@@ -61,6 +61,10 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
     #: (:meth:`pooled_statistics`).
     pool_diagonal = True
 
+    #: Whether the features' correlations (the off-diagonal of X^T X over its natural
+    #: scale) are pooled towards their common level (:meth:`pooled_correlations`).
+    pool_correlations = True
+
     def __init__(self, model, n_examples):
         self.model = model
         self.n_examples = int(n_examples)
@@ -313,6 +317,33 @@ class LinearRegressionStatistics(LinearClipping, SymmetricBlockStatistics):
         """The features' diagonal of X^T X (``pool_diagonal``; results pages, "Pooling
         the diagonal of X^T X")."""
         return self.scale_statistics() if self.pool_diagonal else np.zeros(0, dtype=int)
+
+    def pooled_correlations(self):
+        """The features' off-diagonal of X^T X, on the scale ``sqrt(M_jj M_kk)``
+        (``pool_correlations``; results pages, "Pooling the features' correlations").
+
+        A trace resolves each of the ``d (d - 1) / 2`` entries only to a few per cent of
+        the diagonal at small epsilon; their noise spreads the eigenvalues of X^T X
+        (equicorrelated features: the eleven equal ones of twelve features read 0.4-2
+        times their value), and the posterior is too narrow along the directions whose
+        curvature it overstates. Pooled towards their common correlation, with the
+        pooling's scale chosen by marginal likelihood, equal correlations keep their
+        level and lose the spread; unequal ones (AR(1), blocks) choose a loose pooling.
+        The intercept's column sums are not pooled (they are the features' means).
+        """
+        if not self.pool_correlations:
+            return np.zeros(0, dtype=int), lambda eta: np.zeros(0)
+        index, scale = self.shrinkage_groups()
+        last = self.p - 1
+        if self.model.fit_intercept:
+            keep = (self.rows[index] != last) & (self.cols[index] != last)
+        else:
+            keep = np.ones(len(index), bool)
+
+        def features_scale(eta):
+            return scale(eta)[keep]
+
+        return index[keep], features_scale
 
     def scale_statistics(self):
         """The diagonal of X^T X, except a known one (the intercept's)."""

@@ -288,6 +288,20 @@ class DataStatistics:
         """
         return np.zeros(0, dtype=int)
 
+    def pooled_correlations(self):
+        """Statistics pooled towards their common level *relative to their natural scale*.
+
+        Returns
+        -------
+        index : ndarray of int
+            Positions in eta (linear regression: the features' off-diagonal of X^T X,
+            pooled as correlations ``(X^T X)_jk / sqrt((X^T X)_jj (X^T X)_kk)``).
+        scale : callable
+            ``scale(eta_hat) -> ndarray``: each entry's natural scale. Empty (the
+            default): none.
+        """
+        return np.zeros(0, dtype=int), lambda eta: np.zeros(0)
+
     def shrinkage_labels(self):
         """A shrinkage group for each statistic of :meth:`shrinkage_groups`.
 

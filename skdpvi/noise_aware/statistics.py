@@ -17,7 +17,9 @@ for eta, and:
    statistics (``DataStatistics.shrinkage_labels``: linear regression's intercept
    column sums) get a gamma each, the last at most the others'. Pooled statistics
    (``DataStatistics.pooled_statistics``: the features' diagonal of X^T X) get a
-   Gaussian prior on their contrasts, its scale by marginal likelihood. Public
+   Gaussian prior on their contrasts, its scale by marginal likelihood, and so do
+   pooled correlations (``DataStatistics.pooled_correlations``: the features'
+   off-diagonal of X^T X over its natural scale ``sqrt(M_jj M_kk)``). Public
    statistics (``DataStatistics.known_statistics``, e.g. the intercept's
    ``(X^T X)_pp = N``) are fixed at their values.
 3. **Prior predictive.** Draws of eta from that Gaussian are reweighted by the

@@ -67,7 +67,7 @@ class StatisticsFit:
     pooling = None
 
     def __init__(self, P, h, shrink_index, shrink_scale, gammas=GAMMA_GRID, known=None,
-                 labels=None):
+                 labels=None, pooling=None):
         gammas = np.asarray(gammas, float)
         known_index, known_values = known if known is not None else (np.zeros(0, int),
                                                                      np.zeros(0))
@@ -86,7 +86,7 @@ class StatisticsFit:
                          if point[-1] <= min(point[:-1], default=np.inf)])
         if not len(shrink_index):
             grid = grid[:1]
-        point_fit = _PointFit(P, h, known_index, known_values, shrink_index, scale)
+        point_fit = _PointFit(P, h, known_index, known_values, shrink_index, scale, pooling)
         log_ml, self.means, self.covs, index_gammas = [], [], [], []
 
         def keep(fitted, log_prior, point):
@@ -105,6 +105,9 @@ class StatisticsFit:
         else:
             # the last group's gammas are rank-|group| updates of its loosest one
             last = label == n_groups - 1
+            # the fast path below updates the last group's prior alone: a pooling
+            # prior that couples its statistics would change its normaliser too
+            fast = pooling is None or not np.any(pooling[shrink_index[last]])
             # prior: uniform over the other groups' points, then over the last
             # group's gammas allowed there (so the others' marginal stays uniform)
             for outer in itertools.product(gammas, repeat=n_groups - 1):
@@ -113,6 +116,8 @@ class StatisticsFit:
                 allowed = gammas[gammas <= widest]
                 tighter = allowed[allowed < widest]
                 try:
+                    if not fast:
+                        raise np.linalg.LinAlgError
                     tightened = dict(zip(tighter.tolist(), _tighten_many(
                         base, shrink_index[last], scale[last], tighter, widest)))
                 except np.linalg.LinAlgError:  # a degenerate base: fit in full
@@ -144,13 +149,23 @@ class StatisticsFit:
 
 
 class _PointFit:
-    """eta's Gaussian posterior and log marginal likelihood at one grid point."""
+    """eta's Gaussian posterior and log marginal likelihood at one grid point.
 
-    def __init__(self, P, h, known_index, known_values, shrink_index, scale):
+    ``pooling`` (or None) is the pooling priors' precision, already in P. Where it
+    couples shrunk statistics, their prior is the product of the shrinkage prior and
+    the pooling prior, and the marginal likelihood takes that product's normaliser
+    ``1/2 log|diag(1 / (gamma scale)^2) + pooling|``: with the shrinkage prior's own
+    normaliser alone, the pooled contrasts would pay the shrinkage's Occam factor a
+    second time and the grid would choose gamma = 0 (every pooled correlation fixed
+    at zero).
+    """
+
+    def __init__(self, P, h, known_index, known_values, shrink_index, scale, pooling=None):
         self.P, self.h = P, h
         self.known_index = known_index
         self.known_values = np.asarray(known_values, float)
         self.shrink_index, self.scale = shrink_index, scale
+        self.pooling = pooling
 
     def __call__(self, gamma):
         """gamma: one value per shrunk statistic (0: fixed at 0, like a known one)."""
@@ -167,11 +182,21 @@ class _PointFit:
         prior[shrunk] = 1.0 / (gamma[positive] * self.scale[positive]) ** 2
         P_free = P[np.ix_(free, free)] + np.diag(prior[free])
         h_free = h[free] - P[np.ix_(free, fixed)] @ values
-        mean, cov, lml = _gaussian(P_free, h_free, 0.5 * np.log(prior[shrunk]).sum())
+        mean, cov, lml = _gaussian(P_free, h_free, self._log_prior_norm(prior, shrunk))
         full_mean, full_cov = np.zeros(k), np.zeros((k, k))
         full_mean[fixed], full_mean[free] = values, mean
         full_cov[np.ix_(free, free)] = cov
         return full_mean, full_cov, lml
+
+    def _log_prior_norm(self, prior, shrunk):
+        """Log normaliser of the shrunk statistics' prior (see the class docstring)."""
+        if self.pooling is not None and len(shrunk):
+            block = self.pooling[np.ix_(shrunk, shrunk)]
+            if np.any(block):
+                sign, logdet = np.linalg.slogdet(np.diag(prior[shrunk]) + block)
+                if sign > 0:
+                    return 0.5 * logdet
+        return 0.5 * np.log(prior[shrunk]).sum()
 
 
 def _tighten_many(base, index, scale, gammas, widest):
@@ -241,12 +266,14 @@ def _shrinkage_fit(data_statistics, P, h):
     index, scale_of = data_statistics.shrinkage_groups()
     labels = data_statistics.shrinkage_labels()
     known = data_statistics.known_statistics()
+    pooled = (len(data_statistics.pooled_statistics())
+              or len(data_statistics.pooled_correlations()[0]))
     flat = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,), known=known)
     prior = data_statistics.gaussian_prior(flat.means[0])
     if prior is not None:
         P, h = P + prior[0], h + prior[1]
         flat = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,),
-                             known=known) if len(data_statistics.pooled_statistics()) else None
+                             known=known) if pooled else None
     first = StatisticsFit(P, h, index, np.ones(len(index)), gammas=(0.0,), known=known)
     # the shrunk statistics' scale (sqrt(M_jj M_kk) for an off-diagonal entry) from the
     # diagonal with the off-diagonal held at 0, or from the unshrunk fit where that
@@ -261,11 +288,11 @@ def _shrinkage_fit(data_statistics, P, h):
         higher = flat.means[0] - 2.0 * sd > first.means[0]
         scale_eta = np.where(higher, flat.means[0], first.means[0])
     scale = scale_of(scale_eta) if len(index) else np.zeros(0)
-    pooling = _pooling_prior(data_statistics, flat, first.means[0])
+    pooling = _pooling_prior(data_statistics, flat, first.means[0], scale_eta)
     if pooling is not None:
         P = P + pooling
         prior = (pooling, np.zeros(len(h))) if prior is None else (prior[0] + pooling, prior[1])
-    fit = StatisticsFit(P, h, index, scale, known=known, labels=labels)
+    fit = StatisticsFit(P, h, index, scale, known=known, labels=labels, pooling=pooling)
     fit.pooling = pooling
     return fit, prior, index, scale
 
@@ -274,43 +301,62 @@ def _shrinkage_fit(data_statistics, P, h):
 TAU_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 
 
-def _pooling_prior(data_statistics, flat, first_mean):
-    """The precision of the pooling prior on ``data_statistics.pooled_statistics()``
-    at its most probable tau, or None.
+def _pooling_prior(data_statistics, flat, first_mean, scale_eta):
+    """The precision of the pooling priors, each at its most probable tau, or None.
 
-    The pooled statistics (linear regression: the features' diagonal of X^T X) get the
-    prior ``N(mu 1, (tau level)^2 I)`` with a flat prior on their common mu, i.e. the
-    precision ``c (I - 1 1^T / m)``, ``c = 1 / (tau level)^2``, on their m-vector,
-    ``level`` their mean in a first fit; tau is chosen on :data:`TAU_GRID` by its
+    Two groups may be pooled. The *levels* (``data_statistics.pooled_statistics()``,
+    linear regression: the features' diagonal of X^T X) get the prior ``N(mu 1, (tau
+    level)^2 I)`` with a flat prior on their common mu, ``level`` their mean in a first
+    fit. The *correlations* (``data_statistics.pooled_correlations()``, linear
+    regression: the features' off-diagonal of X^T X) get the same prior on the
+    entries over their natural scales, ``eta_jk / scale_jk ~ N(mu, tau^2)``, scales
+    from ``scale_eta``: a common correlation, not a common value. Each prior's
+    precision is ``c W (I - 1 1^T / m) W`` on its m entries (W the diagonal of 1 /
+    level or 1 / scale, ``c = 1 / tau^2``), tau chosen on :data:`TAU_GRID` by its
     marginal likelihood under flat off-diagonal statistics (``flat``, the fit without
-    shrinkage that the caller has made anyway; empirical Bayes: one
-    value, not a mixture). Adding the prior to a Gaussian posterior N(m, S) changes
-    its log marginal likelihood by ``(m - 1)/2 log c - 1/2 log|I + S_pp D| - 1/2
-    m_p^T D (I + S_pp D)^-1 m_p`` (D the precision block): one fit for the whole grid.
-    Features of one scale (standardised, or scaled to a common public range) have
-    diagonals within a few per cent of each other, which the trace alone resolves to
-    tens of per cent at small epsilon; unequal scales choose a large tau.
+    shrinkage that the caller has made anyway; empirical Bayes: one value, not a
+    mixture). Adding it to a Gaussian posterior N(m, S) changes the log marginal
+    likelihood by ``(m - 1)/2 log c - 1/2 log|I + S_pp D| - 1/2 m_p^T D (I + S_pp
+    D)^-1 m_p`` (D the precision block): one fit for the whole grid. Features of one
+    scale have diagonals within a few per cent of each other, which the trace alone
+    resolves to tens of per cent at small epsilon; unequal scales, or unequal
+    correlations, choose a large tau.
     """
+    k = len(first_mean)
+    precision = np.zeros((k, k))
+    found = False
     pool = np.asarray(data_statistics.pooled_statistics(), int)
+    if len(pool) >= 2:
+        level = float(np.mean(first_mean[pool]))
+        if np.isfinite(level) and level > 0.0:
+            found |= _add_pooling(precision, flat, pool, np.full(len(pool), level))
+    pool, scale_of = data_statistics.pooled_correlations()
+    pool = np.asarray(pool, int)
+    if len(pool) >= 2:
+        unit = np.asarray(scale_of(scale_eta), float)
+        if np.all(np.isfinite(unit)) and np.all(unit > 0.0):
+            found |= _add_pooling(precision, flat, pool, unit)
+    return precision if found else None
+
+
+def _add_pooling(precision, flat, pool, unit):
+    """Add the pooling prior of ``pool`` (entries over ``unit``) at its best tau to
+    ``precision``; False where no tau has a finite score."""
     m = len(pool)
-    if m < 2:
-        return None
-    level = float(np.mean(first_mean[pool]))
-    if not np.isfinite(level) or level <= 0.0:
-        return None
     mean, cov = flat.means[0][pool], flat.covs[0][np.ix_(pool, pool)]
     contrast = np.eye(m) - np.full((m, m), 1.0 / m)
+    shape = contrast / np.outer(unit, unit)
     scores = []
     for tau in TAU_GRID:
-        c = 1.0 / (tau * level) ** 2
-        D = c * contrast
+        c = 1.0 / tau ** 2
+        D = c * shape
         A = np.eye(m) + cov @ D
         sign, logdet = np.linalg.slogdet(A)
         quad = mean @ D @ np.linalg.solve(A, mean)
         scores.append(0.5 * (m - 1) * np.log(c) - 0.5 * logdet - 0.5 * quad
                       if sign > 0 else -np.inf)
+    if not np.isfinite(np.max(scores)):
+        return False
     tau = TAU_GRID[int(np.argmax(scores))]
-    k = len(flat.means[0])
-    precision = np.zeros((k, k))
-    precision[np.ix_(pool, pool)] = contrast / (tau * level) ** 2
-    return precision
+    precision[np.ix_(pool, pool)] += shape / tau ** 2
+    return True
