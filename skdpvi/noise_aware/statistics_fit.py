@@ -43,6 +43,10 @@ class StatisticsFit:
         (nested: the grid is the product of ``gammas`` over the groups with that
         constraint, and the prior is uniform over the other groups' points and, given
         them, over the last group's allowed gammas). None: one group.
+    pooled_groups : list of (ndarray of int, ndarray, float)
+        The pooling priors already in P, as ``(index, unit, c)``: the marginal
+        likelihood takes their normaliser together with the shrinkage prior's
+        (:class:`_PointFit`).
 
     Attributes
     ----------
@@ -67,7 +71,7 @@ class StatisticsFit:
     pooling = None
 
     def __init__(self, P, h, shrink_index, shrink_scale, gammas=GAMMA_GRID, known=None,
-                 labels=None, pooling=None):
+                 labels=None, pooled_groups=()):
         gammas = np.asarray(gammas, float)
         known_index, known_values = known if known is not None else (np.zeros(0, int),
                                                                      np.zeros(0))
@@ -86,7 +90,8 @@ class StatisticsFit:
                          if point[-1] <= min(point[:-1], default=np.inf)])
         if not len(shrink_index):
             grid = grid[:1]
-        point_fit = _PointFit(P, h, known_index, known_values, shrink_index, scale, pooling)
+        point_fit = _PointFit(P, h, known_index, known_values, shrink_index, scale,
+                              pooled_groups)
         log_ml, self.means, self.covs, index_gammas = [], [], [], []
 
         def keep(fitted, log_prior, point):
@@ -107,7 +112,8 @@ class StatisticsFit:
             last = label == n_groups - 1
             # the fast path below updates the last group's prior alone: a pooling
             # prior that couples its statistics would change its normaliser too
-            fast = pooling is None or not np.any(pooling[shrink_index[last]])
+            fast = not any(np.isin(index, shrink_index[last]).any()
+                           for index, _, _ in pooled_groups)
             # prior: uniform over the other groups' points, then over the last
             # group's gammas allowed there (so the others' marginal stays uniform)
             for outer in itertools.product(gammas, repeat=n_groups - 1):
@@ -151,21 +157,23 @@ class StatisticsFit:
 class _PointFit:
     """eta's Gaussian posterior and log marginal likelihood at one grid point.
 
-    ``pooling`` (or None) is the pooling priors' precision, already in P. Where it
-    couples shrunk statistics, their prior is the product of the shrinkage prior and
-    the pooling prior, and the marginal likelihood takes that product's normaliser
-    ``1/2 log|diag(1 / (gamma scale)^2) + pooling|``: with the shrinkage prior's own
+    ``pooled_groups`` are the pooling priors ``(index, unit, c)`` already in P (their
+    precision ``c W (I - 1 1^T / m) W``, W = diag(1 / unit)). Where one couples shrunk
+    statistics, their prior is the product of the shrinkage prior and the pooling
+    prior, and the marginal likelihood takes that product's normaliser ``1/2
+    log|diag(1 / (gamma scale)^2) + c W (I - 1 1^T / m) W|``: with the shrinkage prior's own
     normaliser alone, the pooled contrasts would pay the shrinkage's Occam factor a
     second time and the grid would choose gamma = 0 (every pooled correlation fixed
     at zero).
     """
 
-    def __init__(self, P, h, known_index, known_values, shrink_index, scale, pooling=None):
+    def __init__(self, P, h, known_index, known_values, shrink_index, scale,
+                 pooled_groups=()):
         self.P, self.h = P, h
         self.known_index = known_index
         self.known_values = np.asarray(known_values, float)
         self.shrink_index, self.scale = shrink_index, scale
-        self.pooling = pooling
+        self.pooled_groups = pooled_groups
 
     def __call__(self, gamma):
         """gamma: one value per shrunk statistic (0: fixed at 0, like a known one)."""
@@ -189,14 +197,30 @@ class _PointFit:
         return full_mean, full_cov, lml
 
     def _log_prior_norm(self, prior, shrunk):
-        """Log normaliser of the shrunk statistics' prior (see the class docstring)."""
-        if self.pooling is not None and len(shrunk):
-            block = self.pooling[np.ix_(shrunk, shrunk)]
-            if np.any(block):
-                sign, logdet = np.linalg.slogdet(np.diag(prior[shrunk]) + block)
-                if sign > 0:
-                    return 0.5 * logdet
-        return 0.5 * np.log(prior[shrunk]).sum()
+        """Log normaliser of the shrunk statistics' prior (see the class docstring).
+
+        A pooled group ``(index, unit, c)`` adds ``c W C W`` (W = diag(1 / unit), C
+        the centring matrix) to the diagonal ``diag(p)`` of its shrinkage precision;
+        where ``p unit^2`` is one value q (the shrinkage's scale is the pooling's
+        unit, as for linear regression's correlations) the determinant is ``q (q +
+        c)^(m - 1) / prod(unit)^2``, else it is computed.
+        """
+        total = 0.5 * np.log(prior[shrunk]).sum()
+        for index, unit, c in self.pooled_groups:
+            inside = np.isin(index, shrunk)
+            index, unit = index[inside], unit[inside]
+            m = len(index)
+            if m < 2:
+                continue
+            p = prior[index]
+            q = p * unit**2
+            if np.allclose(q, q[0], rtol=1e-9, atol=0.0):
+                logdet = np.log(q[0]) + (m - 1) * np.log(q[0] + c) - 2.0 * np.log(unit).sum()
+            else:
+                shape = (np.eye(m) - 1.0 / m) / np.outer(unit, unit)
+                logdet = np.linalg.slogdet(np.diag(p) + c * shape)[1]
+            total += 0.5 * (logdet - np.log(p).sum())
+        return total
 
 
 def _tighten_many(base, index, scale, gammas, widest):
@@ -288,11 +312,11 @@ def _shrinkage_fit(data_statistics, P, h):
         higher = flat.means[0] - 2.0 * sd > first.means[0]
         scale_eta = np.where(higher, flat.means[0], first.means[0])
     scale = scale_of(scale_eta) if len(index) else np.zeros(0)
-    pooling = _pooling_prior(data_statistics, flat, first.means[0], scale_eta)
+    pooling, groups = _pooling_prior(data_statistics, flat, first.means[0], scale_eta)
     if pooling is not None:
         P = P + pooling
         prior = (pooling, np.zeros(len(h))) if prior is None else (prior[0] + pooling, prior[1])
-    fit = StatisticsFit(P, h, index, scale, known=known, labels=labels, pooling=pooling)
+    fit = StatisticsFit(P, h, index, scale, known=known, labels=labels, pooled_groups=groups)
     fit.pooling = pooling
     return fit, prior, index, scale
 
@@ -302,7 +326,8 @@ TAU_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 
 
 def _pooling_prior(data_statistics, flat, first_mean, scale_eta):
-    """The precision of the pooling priors, each at its most probable tau, or None.
+    """The precision of the pooling priors, each at its most probable tau, and the
+    pooled groups ``(index, unit, 1 / tau^2)``; ``(None, [])`` where nothing is pooled.
 
     Two groups may be pooled. The *levels* (``data_statistics.pooled_statistics()``,
     linear regression: the features' diagonal of X^T X) get the prior ``N(mu 1, (tau
@@ -324,39 +349,49 @@ def _pooling_prior(data_statistics, flat, first_mean, scale_eta):
     """
     k = len(first_mean)
     precision = np.zeros((k, k))
-    found = False
+    groups = []
     pool = np.asarray(data_statistics.pooled_statistics(), int)
     if len(pool) >= 2:
         level = float(np.mean(first_mean[pool]))
         if np.isfinite(level) and level > 0.0:
-            found |= _add_pooling(precision, flat, pool, np.full(len(pool), level))
+            groups += _add_pooling(precision, flat, pool, np.full(len(pool), level))
     pool, scale_of = data_statistics.pooled_correlations()
     pool = np.asarray(pool, int)
     if len(pool) >= 2:
         unit = np.asarray(scale_of(scale_eta), float)
         if np.all(np.isfinite(unit)) and np.all(unit > 0.0):
-            found |= _add_pooling(precision, flat, pool, unit)
-    return precision if found else None
+            groups += _add_pooling(precision, flat, pool, unit)
+    return (precision, groups) if groups else (None, [])
 
 
 def _add_pooling(precision, flat, pool, unit):
     """Add the pooling prior of ``pool`` (entries over ``unit``) at its best tau to
-    ``precision``; False where no tau has a finite score."""
+    ``precision``; return ``[(pool, unit, 1 / tau^2)]``, or [] where no tau has a
+    finite score.
+
+    With S = W (I - 1 1^T / m) W, cov = L L^T and L^T S L = U diag(lambda) U^T (one
+    eigendecomposition for the whole grid), ``log|I + c cov S| = sum log(1 + c
+    lambda)`` and, by Woodbury, ``m^T D (I + cov D)^-1 m = c a - c^2 sum b^2 / (1 + c
+    lambda)`` with ``a = m^T S m`` and ``b = U^T L^T S m``.
+    """
     m = len(pool)
     mean, cov = flat.means[0][pool], flat.covs[0][np.ix_(pool, pool)]
     contrast = np.eye(m) - np.full((m, m), 1.0 / m)
     shape = contrast / np.outer(unit, unit)
+    root = _psd_cholesky(cov)
+    lam, U = np.linalg.eigh(root.T @ shape @ root)
+    lam = np.maximum(lam, 0.0)
+    s_mean = shape @ mean
+    a = float(mean @ s_mean)
+    b2 = (U.T @ (root.T @ s_mean)) ** 2
     scores = []
     for tau in TAU_GRID:
         c = 1.0 / tau ** 2
-        D = c * shape
-        A = np.eye(m) + cov @ D
-        sign, logdet = np.linalg.slogdet(A)
-        quad = mean @ D @ np.linalg.solve(A, mean)
-        scores.append(0.5 * (m - 1) * np.log(c) - 0.5 * logdet - 0.5 * quad
-                      if sign > 0 else -np.inf)
+        logdet = np.log1p(c * lam).sum()
+        quad = c * a - c * c * (b2 / (1.0 + c * lam)).sum()
+        scores.append(0.5 * (m - 1) * np.log(c) - 0.5 * logdet - 0.5 * quad)
     if not np.isfinite(np.max(scores)):
-        return False
+        return []
     tau = TAU_GRID[int(np.argmax(scores))]
     precision[np.ix_(pool, pool)] += shape / tau ** 2
-    return True
+    return [(pool, unit, 1.0 / tau ** 2)]
