@@ -137,8 +137,11 @@ def statistics_posterior(result, data_statistics, n_components=1000, random_stat
         clipping is left unmodelled, or "failed": the corrected fit left fewer than
         ``n_components / 10`` possible draws and the uncorrected one was used),
         ``window_start`` (the first step of the window used; ``result.burn_in``
-        unless ``settle`` moved it) and, where it did, ``recorded_window_p_value``
-        (the split check's p-value on the recorded window).
+        unless ``settle`` moved it), ``correlation_pooling`` ("on", "off" for
+        statistics that pool no correlations, or "dropped": the pooled fit left no
+        draw inside the model's support and the fit without it was used) and, where
+        the window moved, ``recorded_window_p_value`` (the split check's p-value on
+        the recorded window).
     """
     if not isinstance(n_components, (int, np.integer)) or n_components < 1:
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}.")
@@ -189,28 +192,48 @@ def _statistics_posterior(result, data_statistics, n_components, random_state, n
                                                           "halves"))
     data_statistics, correction = window["statistics"], window["correction"]
     regression = window["regression"]
+    pooling = "on" if len(base.pooled_correlations()[0]) else "off"
+
+    def without_pooling(error):
+        """Refit without the correlations' pooling where it left no valid draw."""
+        if pooling == "off" or not isinstance(error, NoValidDraws):
+            error.window_start = int(window["start"])  # for a caller's fallback
+            raise error
+        unpooled = _regression(base, phi, target, precision, halves, pool_correlations=False)
+        try:
+            return (*_resample_or_explain(base, unpooled, n_components, rng, n_proposals),
+                    unpooled)
+        except NoValidDraws as again:
+            again.window_start = int(window["start"])
+            raise
+
     try:
         components, sampling = _resample_or_explain(data_statistics, regression, n_components,
                                                     rng, n_proposals,
                                                     strict=data_statistics is not base)
     except ValueError as error:
         if data_statistics is base:
-            error.window_start = int(window["start"])  # for a caller's fallback
-            raise
-        # the linearised correction put (nearly) every draw outside the model's
-        # support (a first estimate too far from the truth to linearise at): without it
-        data_statistics, correction = base, "failed"
-        regression = _regression(base, phi, target, precision, halves)
-        try:
-            components, sampling = _resample_or_explain(base, regression, n_components, rng,
-                                                        n_proposals)
-        except NoValidDraws as error:
-            error.window_start = int(window["start"])
-            raise
+            # pooled correlations whose X^T X leaves every draw outside the model's
+            # support (a residual sum of squares below 0 where the signal dominates
+            # y): the prior contradicts the release, drop it
+            components, sampling, regression = without_pooling(error)
+            pooling = "dropped"
+        else:
+            # the linearised correction put (nearly) every draw outside the model's
+            # support (a first estimate too far from the truth to linearise at): without it
+            data_statistics, correction = base, "failed"
+            regression = _regression(base, phi, target, precision, halves)
+            try:
+                components, sampling = _resample_or_explain(base, regression, n_components,
+                                                            rng, n_proposals)
+            except NoValidDraws as again:
+                components, sampling, regression = without_pooling(again)
+                pooling = "dropped"
     fit = regression["fit"]
     diagnostics = {"gamma_grid": fit.gammas, "gamma_weights": fit.weights,
                    "eta_mean": fit.mean, "noise_inflation": regression["ratio"],
-                   "clipping_correction": correction, "window_start": int(window["start"])}
+                   "clipping_correction": correction, "window_start": int(window["start"]),
+                   "correlation_pooling": pooling}
     if p_recorded is not None:
         diagnostics["recorded_window_p_value"] = p_recorded
     if check:
@@ -238,14 +261,14 @@ def _resample_or_explain(data_statistics, regression, n_components, rng, n_propo
         raise
 
 
-def _regression(data_statistics, phi, target, precision, halves):
+def _regression(data_statistics, phi, target, precision, halves, pool_correlations=True):
     """eta's Gaussian posterior from the trace (the normal equations, the shrinkage)."""
     precision, ratio = _noise_precision(data_statistics, phi, target, precision, halves)
     parts = [data_statistics.normal_equations(phi[s], target[s], precision) for s in halves]
     P = parts[0][0] + parts[1][0]
     h = parts[0][1] + parts[1][1]
     yy = parts[0][2] + parts[1][2]
-    fit, prior, index, scale = _shrinkage_fit(data_statistics, P, h)
+    fit, prior, index, scale = _shrinkage_fit(data_statistics, P, h, pool_correlations)
     if prior is not None:
         P, h = P + prior[0], h + prior[1]
         parts = [(P_k + 0.5 * prior[0], h_k + 0.5 * prior[1], yy_k) for P_k, h_k, yy_k in parts]

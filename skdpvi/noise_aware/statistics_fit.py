@@ -279,9 +279,10 @@ def _gaussian(P, h, log_prior_norm):
     return mean, 0.5 * (cov + cov.T), log_ml
 
 
-def _shrinkage_fit(data_statistics, P, h):
+def _shrinkage_fit(data_statistics, P, h, pool_correlations=True):
     """eta's posterior from the normal equations (P, h): the model's Gaussian prior
-    (if any), the known statistics, the pooling prior and the shrinkage grid.
+    (if any), the known statistics, the pooling priors (the correlations' only with
+    ``pool_correlations``) and the shrinkage grid.
 
     Returns (fit, prior, shrunk indices, their scales); ``prior`` is the model's
     ``(P, h)`` term plus the pooling prior's precision (:func:`_pooling_prior`), or
@@ -290,8 +291,9 @@ def _shrinkage_fit(data_statistics, P, h):
     index, scale_of = data_statistics.shrinkage_groups()
     labels = data_statistics.shrinkage_labels()
     known = data_statistics.known_statistics()
-    pooled = (len(data_statistics.pooled_statistics())
-              or len(data_statistics.pooled_correlations()[0]))
+    correlations = (data_statistics.pooled_correlations() if pool_correlations
+                    else (np.zeros(0, int), None))
+    pooled = len(data_statistics.pooled_statistics()) or len(correlations[0])
     flat = StatisticsFit(P, h, index, np.full(len(index), 1e6), gammas=(1.0,), known=known)
     prior = data_statistics.gaussian_prior(flat.means[0])
     if prior is not None:
@@ -312,7 +314,8 @@ def _shrinkage_fit(data_statistics, P, h):
         higher = flat.means[0] - 2.0 * sd > first.means[0]
         scale_eta = np.where(higher, flat.means[0], first.means[0])
     scale = scale_of(scale_eta) if len(index) else np.zeros(0)
-    pooling, groups = _pooling_prior(data_statistics, flat, first.means[0], scale_eta)
+    pooling, groups = _pooling_prior(data_statistics, flat, first.means[0], scale_eta,
+                                     correlations)
     if pooling is not None:
         P = P + pooling
         prior = (pooling, np.zeros(len(h))) if prior is None else (prior[0] + pooling, prior[1])
@@ -325,14 +328,15 @@ def _shrinkage_fit(data_statistics, P, h):
 TAU_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 
 
-def _pooling_prior(data_statistics, flat, first_mean, scale_eta):
+def _pooling_prior(data_statistics, flat, first_mean, scale_eta, correlations):
     """The precision of the pooling priors, each at its most probable tau, and the
     pooled groups ``(index, unit, 1 / tau^2)``; ``(None, [])`` where nothing is pooled.
 
     Two groups may be pooled. The *levels* (``data_statistics.pooled_statistics()``,
     linear regression: the features' diagonal of X^T X) get the prior ``N(mu 1, (tau
     level)^2 I)`` with a flat prior on their common mu, ``level`` their mean in a first
-    fit. The *correlations* (``data_statistics.pooled_correlations()``, linear
+    fit. The *correlations* (``correlations``, what
+    ``data_statistics.pooled_correlations()`` returned; linear
     regression: the features' off-diagonal of X^T X) get the same prior on the
     entries over their natural scales, ``eta_jk / scale_jk ~ N(mu, tau^2)``, scales
     from ``scale_eta``: a common correlation, not a common value. Each prior's
@@ -355,7 +359,7 @@ def _pooling_prior(data_statistics, flat, first_mean, scale_eta):
         level = float(np.mean(first_mean[pool]))
         if np.isfinite(level) and level > 0.0:
             groups += _add_pooling(precision, flat, pool, np.full(len(pool), level))
-    pool, scale_of = data_statistics.pooled_correlations()
+    pool, scale_of = correlations
     pool = np.asarray(pool, int)
     if len(pool) >= 2:
         unit = np.asarray(scale_of(scale_eta), float)
