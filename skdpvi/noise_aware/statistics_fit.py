@@ -207,18 +207,18 @@ class _PointFit:
         """
         total = 0.5 * np.log(prior[shrunk]).sum()
         for index, unit, c in self.pooled_groups:
-            inside = np.isin(index, shrunk)
-            index, unit = index[inside], unit[inside]
             m = len(index)
-            if m < 2:
+            inside = np.isin(index, shrunk)  # the others are fixed (gamma = 0)
+            if not inside.any():
                 continue
-            p = prior[index]
-            q = p * unit**2
-            if np.allclose(q, q[0], rtol=1e-9, atol=0.0):
+            p = prior[index[inside]]
+            q = p * unit[inside] ** 2
+            if inside.all() and np.allclose(q, q[0], rtol=1e-9, atol=0.0):
                 logdet = np.log(q[0]) + (m - 1) * np.log(q[0] + c) - 2.0 * np.log(unit).sum()
-            else:
+            else:  # the free entries' block of the group's precision
                 shape = (np.eye(m) - 1.0 / m) / np.outer(unit, unit)
-                logdet = np.linalg.slogdet(np.diag(p) + c * shape)[1]
+                block = c * shape[np.ix_(inside, inside)]
+                logdet = np.linalg.slogdet(np.diag(p) + block)[1]
             total += 0.5 * (logdet - np.log(p).sum())
         return total
 

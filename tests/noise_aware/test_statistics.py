@@ -666,3 +666,22 @@ def test_equicorrelated_features_keep_their_correlation_in_the_release_posterior
     correlations = (features / np.outer(scale, scale))[np.tril_indices(d, -1)]
     assert abs(correlations.mean() - 0.9) < 0.05
     assert correlations.std() < 0.1
+
+
+@pytest.mark.parametrize("free", [slice(None), slice(0, 3)])
+def test_the_grid_takes_the_normaliser_of_shrinkage_and_pooling_together(free):
+    """The log normaliser of ``N(0, diag(1 / (gamma s)^2))`` times the pooling prior
+    ``exp(-c/2 u^T W C W u)``: the closed form (one gamma for the whole group) and the
+    partial group (two entries fixed at 0) against the determinant itself."""
+    from skdpvi.noise_aware.statistics_fit import _PointFit
+
+    m, c, gamma = 5, 7.0, 0.3
+    unit = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    shrunk = np.arange(m)[free]
+    fit = _PointFit(None, None, None, [], np.arange(m), unit, [(np.arange(m), unit, c)])
+    prior = np.zeros(m)
+    prior[shrunk] = 1.0 / (gamma * unit[shrunk]) ** 2
+    shape = (np.eye(m) - 1.0 / m) / np.outer(unit, unit)
+    block = np.diag(prior[shrunk]) + c * shape[np.ix_(shrunk, shrunk)]
+    np.testing.assert_allclose(fit._log_prior_norm(prior, shrunk),
+                               0.5 * np.linalg.slogdet(block)[1], rtol=1e-12)
