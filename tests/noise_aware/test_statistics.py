@@ -685,3 +685,37 @@ def test_the_grid_takes_the_normaliser_of_shrinkage_and_pooling_together(free):
     block = np.diag(prior[shrunk]) + c * shape[np.ix_(shrunk, shrunk)]
     np.testing.assert_allclose(fit._log_prior_norm(prior, shrunk),
                                0.5 * np.linalg.slogdet(block)[1], rtol=1e-12)
+
+
+def test_pooled_correlations_with_no_valid_draw_are_dropped(monkeypatch):
+    """Where the pooled fit leaves no draw inside the model's support, the fit without
+    the correlations' pooling is used (and says so); a fit that pools is marked "on"."""
+    import skdpvi.noise_aware.statistics as statistics_module
+    from skdpvi.noise_aware.statistics_sampling import NoValidDraws
+
+    rng = np.random.default_rng(0)
+    n = 400
+    X = rng.normal(size=(n, 3))
+    y = X @ [0.8, -0.5, 0.2] + 0.3 + rng.normal(0, 0.4, n)
+    model = LinearRegressionModel(3)
+    result = run_dpvi(model, (X, y), noise_multiplier=1.0, clip_norm=5.0, sampling_rate=0.2,
+                      n_steps=600, burn_in=120, random_state=0, record_trace=True)
+    _, diagnostics = statistics_posterior(result, model.data_statistics(n), 100,
+                                          random_state=0, check=False)
+    assert diagnostics["correlation_pooling"] == "on"
+    real = statistics_module._resample_or_explain
+    pooled_fits = []
+
+    def no_draw_when_pooled(data_statistics, regression, *args, **kwargs):
+        fit = regression["fit"]
+        off = data_statistics.pooled_correlations()[0]
+        if fit.pooling is not None and np.any(fit.pooling[np.ix_(off, off)]):
+            pooled_fits.append(fit)
+            raise NoValidDraws("every residual sum of squares negative")
+        return real(data_statistics, regression, *args, **kwargs)
+
+    monkeypatch.setattr(statistics_module, "_resample_or_explain", no_draw_when_pooled)
+    components, diagnostics = statistics_posterior(result, model.data_statistics(n), 100,
+                                                   random_state=0, check=False)
+    assert pooled_fits and diagnostics["correlation_pooling"] == "dropped"
+    assert components.n_components == 100
