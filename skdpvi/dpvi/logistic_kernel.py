@@ -22,7 +22,7 @@ the torch step. numba is imported, and the kernel compiled for the run's number 
 draws (or loaded from numba's on-disk cache), on the first run that uses it.
 """
 
-import math
+import functools
 
 import numpy as np
 
@@ -37,22 +37,19 @@ TORCH_NS = (150_000.0, 0.33)
 #: row has at most this share of the columns; otherwise the kernel reads the rows.
 SPARSE_SHARE = 0.5
 
-_COMPILED = {}
 
-
+@functools.lru_cache(maxsize=None)
 def available():
     """Whether numba imports (the kernel's only requirement; tried once per process).
 
     A numba that is installed but does not import (one built for another NumPy, say)
     leaves the runs to the torch step instead of failing them.
     """
-    if "available" not in _COMPILED:
-        try:
-            import numba  # noqa: F401
-            _COMPILED["available"] = True
-        except Exception:  # pragma: no cover - ImportError, or numba's own checks
-            _COMPILED["available"] = False
-    return _COMPILED["available"]
+    try:
+        import numba  # noqa: F401
+    except Exception:  # pragma: no cover - ImportError, or numba's own checks
+        return False
+    return True
 
 
 def compiled_block(n_draws):
