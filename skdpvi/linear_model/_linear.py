@@ -156,10 +156,8 @@ class DPBayesianLinearRegression(RegressorMixin, _BaseDPBayesianRegression):
         the posterior was fitted on: the burn-in, or a later start where the
         split-window check rejected the recorded window and accepted (or rejected
         less) a later part of it; ``dpvi_result_.burn_in`` is that step too, and
-        ``burn_in_`` the run's; ``inference_diagnostics_["correlation_pooling"]`` is
-        "on" (the features' correlations pooled towards their common level), or
-        "dropped" where the pooled statistics left no draw inside the model's
-        support and the fit without the pooling was used. With ``inference="statistics"`` and an intercept,
+        ``burn_in_`` the run's; ``["correlation_pooling"]`` is "on", or "dropped" (pooled
+        correlations left no valid draw; refitted without). With ``inference="statistics"`` and an intercept,
         ``inference_diagnostics_["intercept_inflation"]`` is the factor by which
         the features' means inflate the intercept's variance, as the release
         estimates it (1 for centred features); above 6 the fit warns
